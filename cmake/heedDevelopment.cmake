@@ -1,0 +1,34 @@
+# Settings for heed's own tests, benchmarks and examples; never applied to consumers.
+option(HEED_WERROR "Treat warnings as errors in heed's own targets" OFF)
+set(HEED_MARCH "" CACHE STRING "-march for heed's own targets (empty: the compiler's default)")
+option(HEED_MARCH_VARIANTS "Also build the simd and kernel tests at x86-64, x86-64-v3, x86-64-v4 and scalar" OFF)
+
+function(heed_developer_flags target)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wconversion
+      -Wshadow -Wnon-virtual-dtor)
+    if(HEED_WERROR)
+      target_compile_options(${target} PRIVATE -Werror)
+    endif()
+  endif()
+  if(HEED_MARCH)
+    target_compile_options(${target} PRIVATE -march=${HEED_MARCH})
+  endif()
+endfunction()
+
+# The compile options that make one -march variant of a test.
+# gcc 12's AVX-512 intrinsics headers trip -Wmaybe-uninitialized inside xsimd 8.1.
+function(heed_variant_flags target variant)
+  if(variant STREQUAL "x86_64")
+    target_compile_options(${target} PRIVATE -march=x86-64)
+  elseif(variant STREQUAL "v3")
+    target_compile_options(${target} PRIVATE -march=x86-64-v3)
+  elseif(variant STREQUAL "v4")
+    target_compile_options(${target} PRIVATE -march=x86-64-v4)
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+      target_compile_options(${target} PRIVATE -Wno-maybe-uninitialized)
+    endif()
+  elseif(variant STREQUAL "scalar")
+    target_compile_definitions(${target} PRIVATE HEED_SIMD_SCALAR=1)
+  endif()
+endfunction()

@@ -1,0 +1,173 @@
+#pragma once
+// Tensor: owning, row-major, 64-byte aligned (one cache line, one AVX-512 register), and
+// zero-filled on construction. Copies are deep; moves are cheap. Everything that reads a
+// tensor takes a TensorView, which a Tensor converts to implicitly.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include "heed/core/error.hpp"
+#include "heed/core/shape.hpp"
+#include "heed/core/tensor_view.hpp"
+
+namespace heed {
+
+namespace detail {
+
+inline constexpr std::size_t tensor_alignment = 64;
+
+struct AlignedDelete {
+  void operator()(void* p) const noexcept { ::operator delete (p, std::align_val_t{tensor_alignment}); }
+};
+
+template <class Scalar>
+std::unique_ptr<Scalar, AlignedDelete> aligned_zeros(index_t count) {
+  if (count == 0) return nullptr;
+  const auto bytes = static_cast<std::size_t>(count) * sizeof(Scalar);
+  void* raw = ::operator new (bytes, std::align_val_t{tensor_alignment});
+  std::memset(raw, 0, bytes);  // all-zero bytes are 0 for every arithmetic type heed uses
+  return std::unique_ptr<Scalar, AlignedDelete>(static_cast<Scalar*>(raw));
+}
+
+}  // namespace detail
+
+template <class Scalar, std::size_t Rank>
+class Tensor {
+  static_assert(std::is_arithmetic_v<Scalar> && !std::is_const_v<Scalar>, "Tensor holds non-const arithmetic scalars");
+  static_assert(Rank >= 1, "a Tensor has at least one dimension");
+
+ public:
+  using value_type = Scalar;
+  static constexpr std::size_t rank = Rank;
+
+  /// An empty tensor: every extent 0, no storage.
+  Tensor() = default;
+
+  /// A zero-filled tensor of `shape`. Negative extents are a ShapeError.
+  explicit Tensor(const Shape<Rank>& shape) : shape_(checked(shape)), data_(detail::aligned_zeros<Scalar>(numel())) {}
+
+  /// A tensor of `shape` with every element `value`.
+  Tensor(const Shape<Rank>& shape, Scalar value) : Tensor(shape) { std::fill_n(data(), numel(), value); }
+
+  /// A deep copy of any view of the same rank (contiguous or strided).
+  template <class Other>
+  requires std::is_same_v<std::remove_const_t<Other>, Scalar>
+  explicit Tensor(const TensorView<Other, Rank>& view) : Tensor(view.shape()) { copy_from(view); }
+
+  Tensor(const Tensor& other) : Tensor(other.shape_) { std::copy_n(other.data(), numel(), data()); }
+  Tensor& operator=(const Tensor& other) {
+    if (this != &other) *this = Tensor(other);
+    return *this;
+  }
+  Tensor(Tensor&& other) noexcept : shape_(std::exchange(other.shape_, Shape<Rank>{})), data_(std::move(other.data_)) {}
+  Tensor& operator=(Tensor&& other) noexcept {
+    shape_ = std::exchange(other.shape_, Shape<Rank>{});
+    data_ = std::move(other.data_);
+    return *this;
+  }
+  ~Tensor() = default;
+
+  [[nodiscard]] const Shape<Rank>& shape() const noexcept { return shape_; }
+  [[nodiscard]] index_t size(std::size_t dim) const noexcept {
+    HEED_ASSERT(dim < Rank);
+    return shape_[dim];
+  }
+  [[nodiscard]] index_t numel() const noexcept { return heed::numel(shape_); }
+  [[nodiscard]] bool empty() const noexcept { return numel() == 0; }
+  [[nodiscard]] Scalar* data() noexcept { return data_.get(); }
+  [[nodiscard]] const Scalar* data() const noexcept { return data_.get(); }
+
+  [[nodiscard]] TensorView<Scalar, Rank> view() noexcept { return {data(), shape_}; }
+  [[nodiscard]] TensorView<const Scalar, Rank> view() const noexcept { return {data(), shape_}; }
+  operator TensorView<Scalar, Rank>() noexcept { return view(); }              // NOLINT
+  operator TensorView<const Scalar, Rank>() const noexcept { return view(); }  // NOLINT
+
+  template <class... Indices>
+  [[nodiscard]] Scalar& operator()(Indices... indices) noexcept {
+    return view()(indices...);
+  }
+  template <class... Indices>
+  [[nodiscard]] const Scalar& operator()(Indices... indices) const noexcept {
+    return view()(indices...);
+  }
+  [[nodiscard]] decltype(auto) operator[](index_t i) noexcept { return view()[i]; }
+  [[nodiscard]] decltype(auto) operator[](index_t i) const noexcept { return view()[i]; }
+
+  /// Copies the elements of a view of the same shape into this tensor.
+  template <class Other>
+  void copy_from(const TensorView<Other, Rank>& source) {
+    HEED_ASSERT(source.shape() == shape_);
+    if (source.is_contiguous()) {
+      std::copy_n(source.data(), numel(), data());
+      return;
+    }
+    Scalar* out = data();
+    for_each_index(source, [&](const auto& value) { *out++ = value; });
+  }
+
+ private:
+  static Shape<Rank> checked(const Shape<Rank>& shape) {
+    for (index_t extent : shape)
+      if (extent < 0) throw ShapeError("heed::Tensor: negative extent in shape " + to_string(shape));
+    return shape;
+  }
+
+  // Visits a strided view's elements in row-major order.
+  template <class View, class F>
+  static void for_each_index(const View& view, F&& f) {
+    if constexpr (View::rank == 1) {
+      for (index_t i = 0; i < view.size(0); ++i) f(view[i]);
+    } else {
+      for (index_t i = 0; i < view.size(0); ++i) for_each_index(view[i], f);
+    }
+  }
+
+  Shape<Rank> shape_{};
+  std::unique_ptr<Scalar, detail::AlignedDelete> data_;
+};
+
+/// The read-only view of a Tensor or TensorView: how generic entry points accept both.
+template <class Scalar, std::size_t Rank>
+[[nodiscard]] TensorView<const Scalar, Rank> as_view(const Tensor<Scalar, Rank>& t) noexcept {
+  return t.view();
+}
+template <class Scalar, std::size_t Rank>
+[[nodiscard]] TensorView<const std::remove_const_t<Scalar>, Rank> as_view(const TensorView<Scalar, Rank>& v) noexcept {
+  return v;
+}
+
+namespace detail {
+template <class T>
+struct tensor_traits {
+  static constexpr bool is_tensor = false;
+};
+template <class Scalar, std::size_t Rank>
+struct tensor_traits<Tensor<Scalar, Rank>> {
+  static constexpr bool is_tensor = true;
+  using scalar = Scalar;
+  static constexpr std::size_t rank = Rank;
+};
+template <class Scalar, std::size_t Rank>
+struct tensor_traits<TensorView<Scalar, Rank>> {
+  static constexpr bool is_tensor = true;
+  using scalar = std::remove_const_t<Scalar>;
+  static constexpr std::size_t rank = Rank;
+};
+}  // namespace detail
+
+/// A Tensor or a TensorView (read-only use): what generic entry points take.
+template <class T>
+concept TensorLike = detail::tensor_traits<std::remove_cvref_t<T>>::is_tensor;
+
+template <TensorLike T>
+using scalar_of = typename detail::tensor_traits<std::remove_cvref_t<T>>::scalar;
+
+template <TensorLike T>
+inline constexpr std::size_t rank_of = detail::tensor_traits<std::remove_cvref_t<T>>::rank;
+
+}  // namespace heed

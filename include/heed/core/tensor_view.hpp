@@ -1,0 +1,132 @@
+#pragma once
+// TensorView: a non-owning, strided window on Rank-dimensional data. `TensorView<const T, R>`
+// is the read-only view; a mutable view converts to it implicitly. Like Eigen's Block, slicing
+// checks its rank at compile time and its bounds with HEED_ASSERT (debug builds only): views are
+// what the kernels take, behind a boundary that has already validated shapes.
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+#include "heed/core/assert.hpp"
+#include "heed/core/shape.hpp"
+
+namespace heed {
+
+template <class Scalar, std::size_t Rank>
+class TensorView {
+  static_assert(Rank >= 1, "a TensorView has at least one dimension");
+  static_assert(std::is_arithmetic_v<std::remove_const_t<Scalar>>, "TensorView holds arithmetic scalars");
+
+ public:
+  using value_type = std::remove_const_t<Scalar>;
+  using element_type = Scalar;
+  static constexpr std::size_t rank = Rank;
+
+  TensorView() = default;
+
+  /// A contiguous row-major view of `shape` at `data`.
+  TensorView(Scalar* data, const Shape<Rank>& shape) noexcept
+      : data_(data), shape_(shape), strides_(contiguous_strides(shape)) {}
+
+  /// A view with explicit strides, in elements.
+  TensorView(Scalar* data, const Shape<Rank>& shape, const Shape<Rank>& strides) noexcept
+      : data_(data), shape_(shape), strides_(strides) {}
+
+  /// A mutable view converts to a read-only one.
+  template <class Other>
+  requires(std::is_same_v<const Other, Scalar> && !std::is_same_v<Other, Scalar>)
+      TensorView(const TensorView<Other, Rank>& other)
+  noexcept  // NOLINT(google-explicit-constructor)
+      : data_(other.data()), shape_(other.shape()), strides_(other.strides()) {}
+
+  [[nodiscard]] Scalar* data() const noexcept { return data_; }
+  [[nodiscard]] const Shape<Rank>& shape() const noexcept { return shape_; }
+  [[nodiscard]] const Shape<Rank>& strides() const noexcept { return strides_; }
+  [[nodiscard]] index_t size(std::size_t dim) const noexcept {
+    HEED_ASSERT(dim < Rank);
+    return shape_[dim];
+  }
+  [[nodiscard]] index_t stride(std::size_t dim) const noexcept {
+    HEED_ASSERT(dim < Rank);
+    return strides_[dim];
+  }
+  [[nodiscard]] index_t numel() const noexcept { return heed::numel(shape_); }
+  [[nodiscard]] bool empty() const noexcept { return numel() == 0; }
+
+  /// True when the elements are row-major and dense.
+  [[nodiscard]] bool is_contiguous() const noexcept {
+    index_t expected = 1;
+    for (std::size_t i = Rank; i-- > 0;) {
+      if (shape_[i] != 1 && strides_[i] != expected) return false;
+      expected *= shape_[i];
+    }
+    return true;
+  }
+
+  template <class... Indices>
+  [[nodiscard]] Scalar& operator()(Indices... indices) const noexcept {
+    static_assert(sizeof...(Indices) == Rank, "operator() takes one index per dimension");
+    static_assert((std::is_integral_v<Indices> && ...), "indices must be integers");
+    const index_t idx[Rank] = {static_cast<index_t>(indices)...};
+    index_t offset = 0;
+    for (std::size_t d = 0; d < Rank; ++d) {
+      HEED_ASSERT(idx[d] >= 0 && idx[d] < shape_[d]);
+      offset += idx[d] * strides_[d];
+    }
+    return data_[offset];
+  }
+
+  /// Drops the leading dimension: `q[b]` of a [B, H, L, d] view is the [H, L, d] view of batch b.
+  /// On a rank-1 view it returns the element.
+  [[nodiscard]] decltype(auto) operator[](index_t i) const noexcept {
+    HEED_ASSERT(i >= 0 && i < shape_[0]);
+    if constexpr (Rank == 1) {
+      return static_cast<Scalar&>(data_[i * strides_[0]]);
+    } else {
+      return TensorView<Scalar, Rank - 1>(data_ + i * strides_[0], tail(shape_), tail(strides_));
+    }
+  }
+
+  /// The same as operator[], for symmetry with libtorch's `select(0, i)`.
+  [[nodiscard]] auto slice(index_t i) const noexcept requires(Rank > 1) { return (*this)[i]; }
+
+  /// The sub-range [begin, end) along dimension `dim`; the rank is kept.
+  [[nodiscard]] TensorView narrow(std::size_t dim, index_t begin, index_t end) const noexcept {
+    HEED_ASSERT(dim < Rank && 0 <= begin && begin <= end && end <= shape_[dim]);
+    Shape<Rank> shape = shape_;
+    shape[dim] = end - begin;
+    return TensorView(data_ + begin * strides_[dim], shape, strides_);
+  }
+
+  /// Swaps two dimensions without moving data: [B, L, H, d] → [B, H, L, d].
+  [[nodiscard]] TensorView transpose(std::size_t a, std::size_t b) const noexcept {
+    HEED_ASSERT(a < Rank && b < Rank);
+    Shape<Rank> shape = shape_;
+    Shape<Rank> strides = strides_;
+    std::swap(shape[a], shape[b]);
+    std::swap(strides[a], strides[b]);
+    return TensorView(data_, shape, strides);
+  }
+
+  /// The same contiguous data under another shape with as many elements.
+  template <std::size_t NewRank>
+  [[nodiscard]] TensorView<Scalar, NewRank> reshape(const Shape<NewRank>& shape) const noexcept {
+    HEED_ASSERT(is_contiguous() && heed::numel(shape) == numel());
+    return TensorView<Scalar, NewRank>(data_, shape);
+  }
+
+ private:
+  template <std::size_t N>
+  static Shape<N - 1> tail(const Shape<N>& s) noexcept {
+    Shape<N - 1> t{};
+    for (std::size_t i = 1; i < N; ++i) t[i - 1] = s[i];
+    return t;
+  }
+
+  Scalar* data_ = nullptr;
+  Shape<Rank> shape_{};
+  Shape<Rank> strides_{};
+};
+
+}  // namespace heed

@@ -1,0 +1,8 @@
+#pragma once
+// heed: header-only C++20 tensors and attention. This header includes everything.
+#include "heed/core.hpp"
+#include "heed/io/json.hpp"
+#include "heed/io/safetensors.hpp"
+#include "heed/kernels/softmax.hpp"
+#include "heed/simd.hpp"
+#include "heed/version.hpp"

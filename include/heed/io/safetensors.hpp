@@ -1,0 +1,487 @@
+#pragma once
+// safetensors (https://github.com/huggingface/safetensors): an 8-byte little-endian header
+// length N, N bytes of JSON {name: {dtype, shape, data_offsets: [begin, end)}, "__metadata__":
+// {string: string}}, then the raw little-endian data. The reader validates like the reference
+// implementation does, before any tensor is touched:
+//   - the header length fits in the file and is at most 100 MB;
+//   - the header is a JSON object starting with '{', entries well formed, names unique;
+//   - every byte range matches shape × dtype size (without overflow), the ranges are
+//     contiguous from 0, and they cover the data exactly: no gaps, no overlaps, no trailing bytes.
+// Every violation is a FormatError naming the file and the tensor; nothing is read out of bounds.
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "heed/core/error.hpp"
+#include "heed/core/shape.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/io/json.hpp"
+
+namespace heed::io {
+
+enum class DType { BOOL, U8, I8, I16, U16, F16, BF16, I32, U32, F32, I64, U64, F64 };
+
+[[nodiscard]] inline std::string_view dtype_name(DType t) noexcept {
+  constexpr std::string_view names[] = {"BOOL", "U8",  "I8",  "I16", "U16", "F16", "BF16",
+                                        "I32",  "U32", "F32", "I64", "U64", "F64"};
+  return names[static_cast<int>(t)];
+}
+
+[[nodiscard]] inline std::size_t dtype_size(DType t) noexcept {
+  switch (t) {
+    case DType::BOOL:
+    case DType::U8:
+    case DType::I8:
+      return 1;
+    case DType::I16:
+    case DType::U16:
+    case DType::F16:
+    case DType::BF16:
+      return 2;
+    case DType::I32:
+    case DType::U32:
+    case DType::F32:
+      return 4;
+    case DType::I64:
+    case DType::U64:
+    case DType::F64:
+      return 8;
+  }
+  return 0;
+}
+
+/// The safetensors dtype that stores Scalar.
+template <class Scalar>
+[[nodiscard]] constexpr DType dtype_of() noexcept {
+  if constexpr (std::is_same_v<Scalar, bool>)
+    return DType::BOOL;
+  else if constexpr (std::is_same_v<Scalar, float>)
+    return DType::F32;
+  else if constexpr (std::is_same_v<Scalar, double>)
+    return DType::F64;
+  else if constexpr (std::is_same_v<Scalar, std::int32_t>)
+    return DType::I32;
+  else if constexpr (std::is_same_v<Scalar, std::int64_t>)
+    return DType::I64;
+  else if constexpr (std::is_same_v<Scalar, std::uint8_t>)
+    return DType::U8;
+  else if constexpr (std::is_same_v<Scalar, std::int8_t>)
+    return DType::I8;
+  else
+    static_assert(sizeof(Scalar) == 0, "no safetensors dtype for this scalar");
+}
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<index_t> shape;
+  std::size_t begin = 0;  // byte offsets into the data section
+  std::size_t end = 0;
+};
+
+/// IEEE binary16 → float, exact (every half is a float).
+[[nodiscard]] inline float half_to_float(std::uint16_t h) noexcept {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1Fu;
+  std::uint32_t mantissa = h & 0x3FFu;
+  std::uint32_t bits;
+  if (exponent == 0x1F) {
+    bits = sign | 0x7F800000u | (mantissa << 13);  // inf, nan
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;  // ±0
+  } else {        // subnormal: normalize
+    std::uint32_t e = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --e;
+    }
+    bits = sign | (e << 23) | ((mantissa & 0x3FFu) << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+/// bfloat16 → float, exact.
+[[nodiscard]] inline float bfloat16_to_float(std::uint16_t h) noexcept {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+}
+
+namespace detail {
+
+template <class T>
+[[nodiscard]] inline T load_le(const std::byte* p) noexcept {
+  T value;
+  std::memcpy(&value, p, sizeof(T));
+  if constexpr (std::endian::native == std::endian::big && sizeof(T) > 1) {
+    auto bytes = std::bit_cast<std::array<std::byte, sizeof(T)>>(value);
+    std::reverse(bytes.begin(), bytes.end());
+    value = std::bit_cast<T>(bytes);
+  }
+  return value;
+}
+
+template <class T>
+inline void store_le(std::byte* p, T value) noexcept {
+  if constexpr (std::endian::native == std::endian::big && sizeof(T) > 1) {
+    auto bytes = std::bit_cast<std::array<std::byte, sizeof(T)>>(value);
+    std::reverse(bytes.begin(), bytes.end());
+    value = std::bit_cast<T>(bytes);
+  }
+  std::memcpy(p, &value, sizeof(T));
+}
+
+[[nodiscard]] inline DType parse_dtype(const std::string& s, const std::string& where) {
+  static const std::map<std::string, DType, std::less<>> table = {
+      {"BOOL", DType::BOOL}, {"U8", DType::U8},     {"I8", DType::I8},   {"I16", DType::I16}, {"U16", DType::U16},
+      {"F16", DType::F16},   {"BF16", DType::BF16}, {"I32", DType::I32}, {"U32", DType::U32}, {"F32", DType::F32},
+      {"I64", DType::I64},   {"U64", DType::U64},   {"F64", DType::F64}};
+  const auto it = table.find(s);
+  if (it == table.end()) throw FormatError(where + ": unknown dtype \"" + s + "\"");
+  return it->second;
+}
+
+// Converts `count` elements of `dtype` at `src` into Scalar.
+template <class Scalar>
+void convert(const std::byte* src, DType dtype, index_t count, Scalar* dst, const std::string& where) {
+  auto each = [&]<class Stored>(auto to_value) {
+    for (index_t i = 0; i < count; ++i)
+      dst[i] = static_cast<Scalar>(to_value(load_le<Stored>(src + static_cast<std::size_t>(i) * sizeof(Stored))));
+  };
+  auto same = [](auto v) { return v; };
+  constexpr bool floating = std::is_floating_point_v<Scalar>;
+  constexpr bool boolean = std::is_same_v<Scalar, bool>;
+  constexpr bool integral = std::is_integral_v<Scalar> && !boolean;
+  switch (dtype) {
+    case DType::BOOL:
+      return each.template operator()<std::uint8_t>([](std::uint8_t v) { return v != 0; });
+    case DType::F32:
+      if constexpr (floating) return each.template operator()<float>(same);
+      break;
+    case DType::F64:
+      if constexpr (floating) return each.template operator()<double>(same);
+      break;
+    case DType::F16:
+      if constexpr (floating) return each.template operator()<std::uint16_t>(half_to_float);
+      break;
+    case DType::BF16:
+      if constexpr (floating) return each.template operator()<std::uint16_t>(bfloat16_to_float);
+      break;
+    case DType::I32:
+      if constexpr (floating || integral) return each.template operator()<std::int32_t>(same);
+      break;
+    case DType::I64:
+      if constexpr (floating || integral) return each.template operator()<std::int64_t>(same);
+      break;
+    case DType::U8:
+      if constexpr (floating || integral) return each.template operator()<std::uint8_t>(same);
+      break;
+    case DType::I8:
+      if constexpr (floating || integral) return each.template operator()<std::int8_t>(same);
+      break;
+    default:
+      break;
+  }
+  throw FormatError(where + ": dtype " + std::string(dtype_name(dtype)) + " cannot be read as " +
+                    std::string(boolean    ? "bool"
+                                : floating ? "a floating-point tensor"
+                                           : "an integer tensor"));
+}
+
+}  // namespace detail
+
+/// A validated safetensors file held in memory. Cheap to copy (the bytes are shared).
+class SafeTensors {
+ public:
+  static constexpr std::uint64_t max_header_size = 100'000'000;
+
+  /// Reads and validates a file. IoError if it cannot be read, FormatError if it is malformed.
+  static SafeTensors open(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) throw IoError("heed::io::SafeTensors: cannot open " + path.string());
+    const std::streamoff size = in.tellg();
+    if (size < 0) throw IoError("heed::io::SafeTensors: cannot read the size of " + path.string());
+    std::vector<std::byte> bytes(static_cast<std::size_t>(size));
+    in.seekg(0);
+    if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
+      throw IoError("heed::io::SafeTensors: cannot read " + path.string());
+    return from_bytes(std::move(bytes), path.string());
+  }
+
+  /// Validates bytes already in memory; `origin` names them in error messages.
+  static SafeTensors from_bytes(std::vector<std::byte> bytes, std::string origin = "<memory>") {
+    SafeTensors st;
+    st.origin_ = std::move(origin);
+    st.bytes_ = std::make_shared<const std::vector<std::byte>>(std::move(bytes));
+    st.validate();
+    return st;
+  }
+
+  [[nodiscard]] const std::string& origin() const noexcept { return origin_; }
+  /// Every tensor, in the order of their data.
+  [[nodiscard]] const std::vector<TensorInfo>& tensors() const noexcept { return tensors_; }
+  [[nodiscard]] const std::map<std::string, std::string>& metadata() const noexcept { return metadata_; }
+
+  [[nodiscard]] bool contains(std::string_view name) const noexcept { return find(name) != nullptr; }
+
+  [[nodiscard]] std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    out.reserve(tensors_.size());
+    for (const auto& t : tensors_) out.push_back(t.name);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  /// The entry for `name`; FormatError naming the file when it is absent.
+  [[nodiscard]] const TensorInfo& info(std::string_view name) const {
+    if (const TensorInfo* t = find(name)) return *t;
+    throw FormatError(origin_ + ": no tensor named \"" + std::string(name) + "\"");
+  }
+
+  /// The raw little-endian bytes of a tensor.
+  [[nodiscard]] std::span<const std::byte> raw(std::string_view name) const {
+    const TensorInfo& t = info(name);
+    return {bytes_->data() + data_start_ + t.begin, t.end - t.begin};
+  }
+
+  /// The tensor `name`, converted to Scalar. ShapeError if its rank is not Rank;
+  /// FormatError if it is absent or its dtype does not convert (a float file read as ints).
+  template <class Scalar, std::size_t Rank>
+  [[nodiscard]] Tensor<Scalar, Rank> get(std::string_view name) const {
+    const TensorInfo& t = info(name);
+    const std::string where = origin_ + ": tensor \"" + t.name + "\"";
+    if (t.shape.size() != Rank)
+      throw ShapeError(where + " has rank " + std::to_string(t.shape.size()) + " (shape " + shape_text(t.shape) +
+                       "), expected rank " + std::to_string(Rank));
+    Shape<Rank> shape{};
+    std::copy(t.shape.begin(), t.shape.end(), shape.begin());
+    Tensor<Scalar, Rank> out(shape);
+    detail::convert(bytes_->data() + data_start_ + t.begin, t.dtype, out.numel(), out.data(), where);
+    return out;
+  }
+
+  [[nodiscard]] static std::string shape_text(const std::vector<index_t>& shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+  }
+
+ private:
+  SafeTensors() = default;
+
+  [[nodiscard]] const TensorInfo* find(std::string_view name) const noexcept {
+    for (const auto& t : tensors_)
+      if (t.name == name) return &t;
+    return nullptr;
+  }
+
+  [[noreturn]] void fail(const std::string& why) const { throw FormatError(origin_ + ": " + why); }
+
+  void validate() {
+    const std::vector<std::byte>& bytes = *bytes_;
+    if (bytes.size() < 8)
+      fail("file of " + std::to_string(bytes.size()) + " bytes is too small for a safetensors header");
+    const auto header_size = detail::load_le<std::uint64_t>(bytes.data());
+    if (header_size > max_header_size)
+      fail("header length " + std::to_string(header_size) + " exceeds the limit of " + std::to_string(max_header_size));
+    if (header_size > bytes.size() - 8)
+      fail("header length " + std::to_string(header_size) + " runs past the end of the file (" +
+           std::to_string(bytes.size()) + " bytes)");
+    data_start_ = 8 + static_cast<std::size_t>(header_size);
+    const std::string_view header(reinterpret_cast<const char*>(bytes.data() + 8),
+                                  static_cast<std::size_t>(header_size));
+    if (header.empty() || header.front() != '{') fail("header does not start with '{'");
+
+    const Json root = Json::parse(header, origin_ + " header");
+    if (!root.is_object()) fail("header is not a JSON object");
+    for (const auto& [name, entry] : root.as_object()) {
+      if (name == "__metadata__") {
+        if (!entry.is_object()) fail("__metadata__ is not an object");
+        for (const auto& [key, value] : entry.as_object()) {
+          if (!value.is_string()) fail("__metadata__ value \"" + key + "\" is not a string");
+          metadata_[key] = value.as_string();
+        }
+        continue;
+      }
+      tensors_.push_back(parse_entry(name, entry));
+    }
+
+    std::vector<const TensorInfo*> by_name;
+    for (const auto& t : tensors_) by_name.push_back(&t);
+    std::sort(by_name.begin(), by_name.end(), [](auto* a, auto* b) { return a->name < b->name; });
+    for (std::size_t i = 1; i < by_name.size(); ++i)
+      if (by_name[i]->name == by_name[i - 1]->name) fail("tensor \"" + by_name[i]->name + "\" appears twice");
+
+    std::sort(tensors_.begin(), tensors_.end(), [](const TensorInfo& a, const TensorInfo& b) {
+      return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+    });
+    std::size_t expected = 0;
+    for (const auto& t : tensors_) {
+      if (t.begin != expected)
+        fail("tensor \"" + t.name + "\" starts at byte " + std::to_string(t.begin) + ", expected " +
+             std::to_string(expected) + " (offsets must be contiguous, without gaps or overlaps)");
+      expected = t.end;
+    }
+    const std::size_t data_size = bytes.size() - data_start_;
+    if (expected != data_size)
+      fail("tensor data covers " + std::to_string(expected) + " bytes but the file holds " + std::to_string(data_size) +
+           " bytes after the header");
+  }
+
+  std::uint64_t to_uint64(const Json& value, const std::string& where) const {
+    if (!value.is_number()) fail(where + ": expected a non-negative integer");
+    try {
+      return value.as_uint64();
+    } catch (const FormatError& e) {
+      fail(where + ": " + e.what());
+    }
+  }
+
+  TensorInfo parse_entry(const std::string& name, const Json& entry) const {
+    const std::string where = "tensor \"" + name + "\"";
+    if (!entry.is_object()) fail(where + " is not an object");
+    TensorInfo t;
+    t.name = name;
+    const Json* dtype = entry.find("dtype");
+    const Json* shape = entry.find("shape");
+    const Json* offsets = entry.find("data_offsets");
+    if (!dtype || !dtype->is_string()) fail(where + " has no string \"dtype\"");
+    if (!shape || !shape->is_array()) fail(where + " has no array \"shape\"");
+    if (!offsets || !offsets->is_array() || offsets->as_array().size() != 2)
+      fail(where + " has no \"data_offsets\" pair");
+    t.dtype = detail::parse_dtype(dtype->as_string(), origin_ + ": " + where);
+
+    std::uint64_t count = 1;
+    bool overflow = false;
+    for (const Json& extent : shape->as_array()) {
+      const std::uint64_t e = to_uint64(extent, where + " shape");
+      if (e > static_cast<std::uint64_t>(INT64_MAX)) overflow = true;
+      if (e != 0 && count > UINT64_MAX / e) overflow = true;
+      count *= e;
+      t.shape.push_back(static_cast<index_t>(e));
+    }
+    const std::uint64_t size = dtype_size(t.dtype);
+    if (overflow || (count != 0 && count > UINT64_MAX / size))
+      fail(where + ": shape " + shape_text(t.shape) + " overflows");
+    const std::uint64_t nbytes = count * size;
+
+    const std::uint64_t begin = to_uint64(offsets->as_array()[0], where + " data_offsets");
+    const std::uint64_t end = to_uint64(offsets->as_array()[1], where + " data_offsets");
+    if (end < begin)
+      fail(where + ": data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + ") are reversed");
+    if (end - begin != nbytes)
+      fail(where + ": data_offsets span " + std::to_string(end - begin) + " bytes but shape " + shape_text(t.shape) +
+           " of " + std::string(dtype_name(t.dtype)) + " needs " + std::to_string(nbytes));
+    if (end > bytes_->size() - data_start_)
+      fail(where + ": data_offsets end " + std::to_string(end) + " runs past the end of the file");
+    t.begin = static_cast<std::size_t>(begin);
+    t.end = static_cast<std::size_t>(end);
+    return t;
+  }
+
+  std::string origin_;
+  std::shared_ptr<const std::vector<std::byte>> bytes_;
+  std::size_t data_start_ = 0;
+  std::vector<TensorInfo> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+/// Collects named tensors and writes them as safetensors (names sorted, as PyTorch's writer does).
+class SafeTensorsWriter {
+ public:
+  template <class Scalar, std::size_t Rank>
+  SafeTensorsWriter& add(std::string name, const TensorView<const Scalar, Rank>& tensor) {
+    Entry e;
+    e.name = std::move(name);
+    e.dtype = dtype_of<Scalar>();
+    e.shape.assign(tensor.shape().begin(), tensor.shape().end());
+    const Tensor<Scalar, Rank> dense(tensor);  // contiguous copy
+    e.data.resize(static_cast<std::size_t>(dense.numel()) * sizeof(Scalar));
+    for (index_t i = 0; i < dense.numel(); ++i)
+      detail::store_le(e.data.data() + static_cast<std::size_t>(i) * sizeof(Scalar), dense.data()[i]);
+    for (const auto& other : entries_)
+      if (other.name == e.name) throw FormatError("SafeTensorsWriter: tensor \"" + e.name + "\" added twice");
+    entries_.push_back(std::move(e));
+    return *this;
+  }
+  template <class Scalar, std::size_t Rank>
+  SafeTensorsWriter& add(std::string name, const Tensor<Scalar, Rank>& tensor) {
+    return add<Scalar, Rank>(std::move(name), tensor.view());
+  }
+
+  SafeTensorsWriter& metadata(std::string key, std::string value) {
+    metadata_[std::move(key)] = std::move(value);
+    return *this;
+  }
+
+  [[nodiscard]] std::vector<std::byte> to_bytes() const {
+    std::vector<const Entry*> sorted;
+    for (const auto& e : entries_) sorted.push_back(&e);
+    std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->name < b->name; });
+    std::string header = "{";
+    if (!metadata_.empty()) {
+      header += "\"__metadata__\":{";
+      bool first = true;
+      for (const auto& [k, v] : metadata_) {
+        header += (first ? "" : ",") + json_quote(k) + ":" + json_quote(v);
+        first = false;
+      }
+      header += "}";
+    }
+    std::size_t offset = 0;
+    for (const Entry* e : sorted) {
+      if (header.size() > 1) header += ",";
+      header += json_quote(e->name) + ":{\"dtype\":\"" + std::string(dtype_name(e->dtype)) + "\",\"shape\":[";
+      for (std::size_t i = 0; i < e->shape.size(); ++i) header += (i ? "," : "") + std::to_string(e->shape[i]);
+      header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + e->data.size()) + "]}";
+      offset += e->data.size();
+    }
+    header += "}";
+    while ((8 + header.size()) % 8 != 0) header += ' ';  // align the data, as the reference writer does
+    std::vector<std::byte> out(8 + header.size() + offset);
+    const std::uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<std::byte>((n >> (8 * i)) & 0xFF);
+    std::memcpy(out.data() + 8, header.data(), header.size());
+    std::size_t at = 8 + header.size();
+    for (const Entry* e : sorted) {
+      if (!e->data.empty()) std::memcpy(out.data() + at, e->data.data(), e->data.size());
+      at += e->data.size();
+    }
+    return out;
+  }
+
+  void write(const std::filesystem::path& path) const {
+    const std::vector<std::byte> bytes = to_bytes();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out) throw IoError("heed::io::SafeTensorsWriter: cannot create " + path.string());
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw IoError("heed::io::SafeTensorsWriter: cannot write " + path.string());
+  }
+
+ private:
+  struct Entry {
+    std::string name;
+    DType dtype;
+    std::vector<index_t> shape;
+    std::vector<std::byte> data;
+  };
+  std::vector<Entry> entries_;
+  std::map<std::string, std::string> metadata_;
+};
+
+}  // namespace heed::io

@@ -1,0 +1,183 @@
+#pragma once
+// Vector primitives on contiguous arrays: full batches, then a scalar tail. Every function
+// has one body; with the scalar fallback (batch<T> == T) the batch loop is the whole loop.
+// Accuracy of the transcendental ones is xsimd's (tests/simd measure it against double
+// precision and state the bound), and the scalar tail uses <cmath>.
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <type_traits>
+
+#include "heed/core/shape.hpp"
+#include "heed/simd/arch.hpp"
+
+namespace heed::simd {
+
+namespace detail {
+
+template <class T>
+inline constexpr index_t lanes = static_cast<index_t>(width<T>);
+
+// y[i] = f(x[i]), with f callable on both T and batch<T>.
+template <class T, class F>
+inline void transform(const T* x, T* y, index_t n, F f) noexcept {
+  index_t i = 0;
+  for (; i + lanes<T> <= n; i += lanes<T>) simd::store(y + i, f(simd::load(x + i)));
+  for (; i < n; ++i) y[i] = f(x[i]);
+}
+
+// Folds op over x[0, n) from `init`; op is callable on batches and on scalars, and `finish`
+// reduces the batch accumulator to one scalar.
+template <class T, class Op, class Finish>
+[[nodiscard]] inline T fold(const T* x, index_t n, T init, Op op, Finish finish) noexcept {
+  index_t i = 0;
+  T result = init;
+  if (n >= lanes<T>) {
+    auto acc = simd::broadcast(init);
+    for (; i + lanes<T> <= n; i += lanes<T>) acc = op(acc, simd::load(x + i));
+    result = finish(acc);
+  }
+  for (; i < n; ++i) result = op(result, x[i]);
+  return result;
+}
+
+// `value` in the type of `like`: a T for a T, a broadcast batch for a batch.
+template <class V, class T>
+[[nodiscard]] inline V splat(const V&, T value) noexcept {
+  return V(value);
+}
+
+template <class V>
+[[nodiscard]] inline V sigmoid_of(const V& x) noexcept {
+  using T = scalar_t<V>;
+  return V(T(1)) / (V(T(1)) + simd::exp(-x));
+}
+
+// GELU, exact form: x/2 (1 + erf(x / sqrt 2)), as torch.nn.GELU() computes it.
+template <class V>
+[[nodiscard]] inline V gelu_of(const V& x) noexcept {
+  using T = scalar_t<V>;
+  const T inv_sqrt2 = T(0.70710678118654752440);
+  return V(T(0.5)) * x * (V(T(1)) + simd::erf(x * V(inv_sqrt2)));
+}
+
+// GELU, tanh approximation: torch.nn.GELU(approximate="tanh").
+template <class V>
+[[nodiscard]] inline V gelu_tanh_of(const V& x) noexcept {
+  using T = scalar_t<V>;
+  const T k0 = T(0.79788456080286535588);  // sqrt(2 / pi)
+  const T k1 = T(0.044715);
+  const V inner = V(k0) * simd::fma(V(k1) * x * x, x, x);
+  return V(T(0.5)) * x * (V(T(1)) + simd::tanh(inner));
+}
+
+}  // namespace detail
+
+/// sum_i x[i] y[i]
+template <class T>
+[[nodiscard]] inline T dot(const T* x, const T* y, index_t n) noexcept {
+  using detail::lanes;
+  index_t i = 0;
+  T result = T(0);
+  if (n >= lanes<T>) {
+    auto acc = simd::broadcast(T(0));
+    for (; i + lanes<T> <= n; i += lanes<T>) acc = simd::fma(simd::load(x + i), simd::load(y + i), acc);
+    result = simd::reduce_add(acc);
+  }
+  for (; i < n; ++i) result += x[i] * y[i];
+  return result;
+}
+
+/// y[i] += a x[i]
+template <class T>
+inline void axpy(T a, const T* x, T* y, index_t n) noexcept {
+  using detail::lanes;
+  index_t i = 0;
+  const auto va = simd::broadcast(a);
+  for (; i + lanes<T> <= n; i += lanes<T>) simd::store(y + i, simd::fma(va, simd::load(x + i), simd::load(y + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+/// x[i] *= a
+template <class T>
+inline void scale(T a, T* x, index_t n) noexcept {
+  detail::transform(x, x, n, [a](const auto& v) { return v * detail::splat(v, a); });
+}
+
+/// max_i x[i]; -infinity for n == 0.
+template <class T>
+[[nodiscard]] inline T max(const T* x, index_t n) noexcept {
+  return detail::fold(
+      x, n, -std::numeric_limits<T>::infinity(), [](const auto& a, const auto& b) { return simd::max(a, b); },
+      [](const auto& acc) { return simd::reduce_max(acc); });
+}
+
+/// sum_i x[i]; 0 for n == 0.
+template <class T>
+[[nodiscard]] inline T sum(const T* x, index_t n) noexcept {
+  return detail::fold(
+      x, n, T(0), [](const auto& a, const auto& b) { return a + b; },
+      [](const auto& acc) { return simd::reduce_add(acc); });
+}
+
+/// y[i] = exp(x[i]) (y may be x)
+template <class T>
+inline void exp(const T* x, T* y, index_t n) noexcept {
+  detail::transform(x, y, n, [](const auto& v) { return simd::exp(v); });
+}
+
+/// y[i] = exp(x[i] - shift), returning sum_i y[i]: the inner step of a softmax. x may be y.
+template <class T>
+inline T exp_sum(const T* x, T shift, T* y, index_t n) noexcept {
+  using detail::lanes;
+  index_t i = 0;
+  T total = T(0);
+  if (n >= lanes<T>) {
+    const auto vshift = simd::broadcast(shift);
+    auto acc = simd::broadcast(T(0));
+    for (; i + lanes<T> <= n; i += lanes<T>) {
+      const auto e = simd::exp(simd::load(x + i) - vshift);
+      simd::store(y + i, e);
+      acc = acc + e;
+    }
+    total = simd::reduce_add(acc);
+  }
+  for (; i < n; ++i) {
+    y[i] = std::exp(x[i] - shift);
+    total += y[i];
+  }
+  return total;
+}
+
+/// y[i] = tanh(x[i])
+template <class T>
+inline void tanh(const T* x, T* y, index_t n) noexcept {
+  detail::transform(x, y, n, [](const auto& v) { return simd::tanh(v); });
+}
+
+/// y[i] = 1 / (1 + exp(-x[i]))
+template <class T>
+inline void sigmoid(const T* x, T* y, index_t n) noexcept {
+  detail::transform(x, y, n, [](const auto& v) { return detail::sigmoid_of(v); });
+}
+
+/// y[i] = max(x[i], 0)
+template <class T>
+inline void relu(const T* x, T* y, index_t n) noexcept {
+  detail::transform(x, y, n, [](const auto& v) { return simd::max(v, detail::splat(v, T(0))); });
+}
+
+/// y[i] = GELU(x[i]), the exact erf form (torch.nn.GELU()).
+template <class T>
+inline void gelu(const T* x, T* y, index_t n) noexcept {
+  detail::transform(x, y, n, [](const auto& v) { return detail::gelu_of(v); });
+}
+
+/// y[i] = GELU(x[i]), the tanh approximation (torch.nn.GELU(approximate="tanh")).
+template <class T>
+inline void gelu_tanh(const T* x, T* y, index_t n) noexcept {
+  detail::transform(x, y, n, [](const auto& v) { return detail::gelu_tanh_of(v); });
+}
+
+}  // namespace heed::simd

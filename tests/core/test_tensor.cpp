@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "heed/core.hpp"
+
+namespace {
+
+using heed::index_t;
+using heed::Tensor;
+using heed::TensorView;
+
+TEST(Tensor, IsZeroFilledAlignedAndRowMajor) {
+  Tensor<float, 3> t({2, 3, 5});
+  EXPECT_EQ(t.numel(), 30);
+  EXPECT_EQ(t.size(0), 2);
+  EXPECT_EQ(t.size(2), 5);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data()) % 64, 0u);
+  for (index_t i = 0; i < t.numel(); ++i) EXPECT_EQ(t.data()[i], 0.0f);
+  t(1, 2, 4) = 7.0f;
+  EXPECT_EQ(t.data()[1 * 15 + 2 * 5 + 4], 7.0f);
+}
+
+TEST(Tensor, CopiesDeeplyAndMovesCheaply) {
+  Tensor<double, 2> a({2, 2}, 1.5);
+  Tensor<double, 2> b = a;
+  b(0, 0) = 9;
+  EXPECT_EQ(a(0, 0), 1.5);
+  const double* storage = b.data();
+  Tensor<double, 2> c = std::move(b);
+  EXPECT_EQ(c.data(), storage);
+  EXPECT_EQ(c(0, 0), 9);
+  EXPECT_TRUE(b.empty());  // NOLINT(bugprone-use-after-move): moved-from is empty by contract
+}
+
+TEST(Tensor, RejectsNegativeExtents) {
+  EXPECT_THROW((Tensor<float, 2>({2, -1})), heed::ShapeError);
+  try {
+    Tensor<float, 2> bad({2, -1});
+  } catch (const heed::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[2, -1]"), std::string::npos);
+  }
+}
+
+TEST(Tensor, ZeroSizedDimensionsAreValid) {
+  Tensor<float, 3> t({2, 0, 4});
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_TRUE(t.empty());
+  Tensor<float, 3> copy = t;
+  EXPECT_EQ(copy.shape(), t.shape());
+}
+
+TEST(TensorView, ConvertsFromTensorAndToConst) {
+  Tensor<float, 2> t({3, 4});
+  TensorView<float, 2> v = t;
+  TensorView<const float, 2> cv = v;
+  TensorView<const float, 2> ct = std::as_const(t);
+  v(2, 3) = 5;
+  EXPECT_EQ(cv(2, 3), 5);
+  EXPECT_EQ(ct(2, 3), 5);
+  static_assert(!std::is_convertible_v<TensorView<const float, 2>, TensorView<float, 2>>);
+}
+
+TEST(TensorView, IndexingDropsTheLeadingDimension) {
+  Tensor<int, 3> t({2, 3, 4});
+  for (index_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<int>(i);
+  auto b1 = t.view()[1];
+  static_assert(decltype(b1)::rank == 2);
+  EXPECT_EQ(b1.shape(), (heed::Shape<2>{3, 4}));
+  EXPECT_EQ(b1(2, 1), 12 + 8 + 1);
+  EXPECT_EQ(t.view()[1][2][3], 23);
+  EXPECT_EQ(t.view().slice(0)(0, 0), 0);
+}
+
+TEST(TensorView, NarrowTransposeAndReshape) {
+  Tensor<int, 3> t({2, 3, 4});
+  for (index_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<int>(i);
+  auto v = t.view();
+  auto mid = v.narrow(2, 1, 3);  // [2, 3, 2]
+  EXPECT_EQ(mid.shape(), (heed::Shape<3>{2, 3, 2}));
+  EXPECT_EQ(mid(1, 2, 1), t(1, 2, 2));
+  EXPECT_FALSE(mid.is_contiguous());
+  auto tr = v.transpose(0, 2);  // [4, 3, 2]
+  EXPECT_EQ(tr(3, 1, 0), t(0, 1, 3));
+  EXPECT_FALSE(tr.is_contiguous());
+  auto flat = v.reshape(heed::Shape<2>{6, 4});
+  EXPECT_EQ(flat(5, 3), 23);
+  Tensor<int, 3> copy(tr);  // strided copy is dense and row-major
+  EXPECT_TRUE(copy.view().is_contiguous());
+  EXPECT_EQ(copy(3, 1, 0), t(0, 1, 3));
+  EXPECT_EQ(copy(2, 2, 1), t(1, 2, 2));
+}
+
+TEST(AsMatrix, MapsStridedViewsWithoutCopying) {
+  Tensor<float, 2> t({3, 4});
+  for (index_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>(i);
+  auto m = heed::as_matrix(t);
+  EXPECT_EQ(m.rows(), 3);
+  EXPECT_EQ(m(2, 1), 9.0f);
+  auto mt = heed::as_matrix(t.view().transpose(0, 1));
+  EXPECT_EQ(mt.rows(), 4);
+  EXPECT_EQ(mt(1, 2), 9.0f);
+  mt(1, 2) = -1;
+  EXPECT_EQ(t(2, 1), -1.0f);
+  const Tensor<float, 2>& ct = t;
+  Eigen::MatrixXf product = heed::as_matrix(ct) * heed::as_matrix(ct).transpose();
+  EXPECT_FLOAT_EQ(product(0, 0), 0 + 1 + 4 + 9);
+}
+
+TEST(TensorLike, AcceptsTensorsAndViews) {
+  static_assert(heed::TensorLike<Tensor<float, 2>>);
+  static_assert(heed::TensorLike<TensorView<const double, 3>>);
+  static_assert(!heed::TensorLike<float>);
+  static_assert(heed::rank_of<TensorView<float, 4>> == 4);
+  static_assert(std::is_same_v<heed::scalar_of<TensorView<const float, 2>>, float>);
+}
+
+}  // namespace

@@ -1,0 +1,55 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "heed/io/json.hpp"
+
+namespace {
+
+using heed::io::Json;
+
+TEST(Json, ParsesNestedValues) {
+  const Json j = Json::parse(R"( {"a": [1, -2.5e3, true, null], "b": {"c": "x\"y\u00e9\ud83d\ude00"}} )");
+  ASSERT_TRUE(j.is_object());
+  const auto& a = j.find("a")->as_array();
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(a[0].as_uint64(), 1u);
+  EXPECT_DOUBLE_EQ(a[1].as_double(), -2500);
+  EXPECT_TRUE(a[2].as_bool());
+  EXPECT_TRUE(a[3].is_null());
+  EXPECT_EQ(j.find("b")->find("c")->as_string(), "x\"y\xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_EQ(j.find("missing"), nullptr);
+}
+
+TEST(Json, IntegersAreExactTo64Bits) {
+  EXPECT_EQ(Json::parse("18446744073709551615").as_uint64(), 18446744073709551615ULL);
+  EXPECT_EQ(Json::parse("-9223372036854775808").as_int64(), INT64_MIN);
+  EXPECT_THROW((void)Json::parse("18446744073709551616").as_uint64(), heed::FormatError);
+  EXPECT_THROW((void)Json::parse("1.5").as_uint64(), heed::FormatError);
+  EXPECT_THROW((void)Json::parse("-1").as_uint64(), heed::FormatError);
+}
+
+TEST(Json, RejectsMalformedInputWithTheOffset) {
+  for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "{\"a\":1,}", "01", "1.", "\"\\x\"", "\"abc", "tru", "[1] 2",
+                          "\"\\ud800\"", "{1:2}", "-", "\"a\x01\""}) {
+    EXPECT_THROW((void)Json::parse(bad), heed::FormatError) << bad;
+  }
+  try {
+    (void)Json::parse("[1, 2, ?]", "test");
+    FAIL();
+  } catch (const heed::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("byte 7"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Json, LimitsNesting) {
+  EXPECT_NO_THROW((void)Json::parse(std::string(60, '[') + std::string(60, ']')));
+  EXPECT_THROW((void)Json::parse(std::string(100000, '[')), heed::FormatError);
+}
+
+TEST(Json, DumpRoundTrips) {
+  const std::string text = R"({"k":[1,2.5,"s\n",false,null],"o":{}})";
+  EXPECT_EQ(Json::parse(text).dump(), text);
+}
+
+}  // namespace

@@ -1,0 +1,169 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "heed/core/random.hpp"
+#include "heed/io/safetensors.hpp"
+#include "support/compare.hpp"
+#include "support/golden.hpp"
+
+namespace {
+
+using heed::FormatError;
+using heed::io::SafeTensors;
+
+std::vector<std::byte> file_with_header(const std::string& header, std::size_t data_bytes) {
+  std::vector<std::byte> out(8 + header.size() + data_bytes, std::byte{0});
+  const std::uint64_t n = header.size();
+  std::memcpy(out.data(), &n, 8);
+  std::memcpy(out.data() + 8, header.data(), header.size());
+  return out;
+}
+
+// Asserts that the bytes are rejected with a FormatError whose message contains `needle`.
+void expect_rejected(const std::vector<std::byte>& bytes, const std::string& needle) {
+  try {
+    (void)SafeTensors::from_bytes(bytes, "bad.safetensors");
+    ADD_FAILURE() << "accepted; expected an error mentioning " << needle;
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad.safetensors"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SafeTensors, WriterAndReaderRoundTrip) {
+  const auto a = heed::randn<float>({3, 5}, 1);
+  const auto b = heed::randn<double>({2, 2, 2}, 2);
+  heed::Tensor<std::int64_t, 1> ids({4});
+  for (int i = 0; i < 4; ++i) ids(i) = -i * 1000000007LL;
+  heed::Tensor<bool, 2> mask({2, 3});
+  mask(1, 2) = true;
+  heed::io::SafeTensorsWriter w;
+  w.add("layer.weight", a).add("b", b).add("ids", ids).add("mask", mask).metadata("config", R"({"d":5})");
+  const auto st = SafeTensors::from_bytes(w.to_bytes());
+  EXPECT_EQ(st.names(), (std::vector<std::string>{"b", "ids", "layer.weight", "mask"}));
+  EXPECT_EQ(st.metadata().at("config"), R"({"d":5})");
+  EXPECT_TRUE(heed::test::all_close(st.get<float, 2>("layer.weight"), a, {0, 0}));
+  EXPECT_TRUE(heed::test::all_close(st.get<double, 3>("b"), b, {0, 0}));
+  EXPECT_EQ((st.get<std::int64_t, 1>("ids")(3)), -3000000021LL);
+  EXPECT_TRUE((st.get<bool, 2>("mask")(1, 2)));
+  EXPECT_FALSE((st.get<bool, 2>("mask")(0, 2)));
+  EXPECT_EQ((st.get<float, 2>("mask")(1, 2)), 1.0f);        // bool → float
+  EXPECT_EQ((st.get<double, 1>("ids")(1)), -1000000007.0);  // int → double
+  EXPECT_EQ(st.info("b").dtype, heed::io::DType::F64);
+}
+
+TEST(SafeTensors, WrongRankDtypeOrNameAreClearErrors) {
+  heed::io::SafeTensorsWriter w;
+  w.add("w", heed::randn<float>({2, 3}, 0));
+  const auto st = SafeTensors::from_bytes(w.to_bytes(), "model.safetensors");
+  try {
+    (void)st.get<float, 3>("w");
+    FAIL();
+  } catch (const heed::ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[2, 3]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(((void)st.get<std::int32_t, 2>("w")), FormatError);  // float → int would truncate
+  EXPECT_THROW(((void)st.get<bool, 2>("w")), FormatError);
+  try {
+    (void)st.get<float, 2>("v");
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"v\""), std::string::npos) << e.what();
+  }
+}
+
+TEST(SafeTensorsGolden, ReadsEveryDtypePyTorchWrites) {
+  const auto st = heed::test::golden("safetensors_dtypes");
+  EXPECT_EQ(st.metadata().at("format"), "pt");
+  const auto exact = st.get<double, 2>("f64");
+  EXPECT_TRUE(heed::test::all_close(st.get<double, 2>("f32"), exact, {1e-7, 0}));
+  EXPECT_TRUE(heed::test::all_close(st.get<double, 2>("f16"), st.get<double, 2>("f16_as_f64"), {0, 0}));
+  EXPECT_TRUE(heed::test::all_close(st.get<float, 2>("bf16"), st.get<double, 2>("bf16_as_f64"), {0, 0}));
+  const auto i32 = st.get<std::int64_t, 2>("i32");
+  const auto i64 = st.get<std::int64_t, 2>("i64");
+  EXPECT_EQ(i32(1, 0), 2147483647);
+  EXPECT_EQ(i32(1, 1), -2147483648LL);
+  EXPECT_EQ(i64(1, 1), -3 * 2147483648LL);
+  const auto flags = st.get<bool, 2>("bool");
+  EXPECT_TRUE(flags(0, 0));
+  EXPECT_FALSE(flags(0, 1));
+  EXPECT_TRUE(flags(1, 2));
+  EXPECT_EQ((st.get<int, 1>("u8")(2)), 255);
+  EXPECT_EQ((st.get<float, 1>("i8")(0)), -128.0f);
+}
+
+TEST(SafeTensors, HalfPrecisionDecodesExactly) {
+  EXPECT_EQ(heed::io::half_to_float(0x3C00), 1.0f);
+  EXPECT_EQ(heed::io::half_to_float(0xC000), -2.0f);
+  EXPECT_EQ(heed::io::half_to_float(0x7BFF), 65504.0f);
+  EXPECT_EQ(heed::io::half_to_float(0x0001), 5.9604644775390625e-08f);  // smallest subnormal
+  EXPECT_EQ(heed::io::half_to_float(0x7C00), INFINITY);
+  EXPECT_TRUE(std::isnan(heed::io::half_to_float(0x7E00)));
+  EXPECT_EQ(heed::io::bfloat16_to_float(0x3F80), 1.0f);
+}
+
+TEST(SafeTensors, RejectsMalformedHeaders) {
+  expect_rejected({std::byte{1}, std::byte{2}}, "too small");
+  {
+    auto f = file_with_header("{}", 0);
+    const std::uint64_t huge = 200'000'000;
+    std::memcpy(f.data(), &huge, 8);
+    expect_rejected(f, "exceeds the limit");
+    const std::uint64_t past = 3;
+    std::memcpy(f.data(), &past, 8);
+    expect_rejected(f, "past the end");
+  }
+  expect_rejected(file_with_header("[]", 0), "start with '{'");
+  expect_rejected(file_with_header("{\"a\":", 0), "invalid JSON");
+  expect_rejected(
+      file_with_header(
+          R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[0],"data_offsets":[8,8]}})",
+          8),
+      "twice");
+  expect_rejected(file_with_header(R"({"a":{"dtype":"Q8","shape":[2],"data_offsets":[0,8]}})", 8), "unknown dtype");
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[2]}})", 8), "data_offsets");
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8), "non-negative");
+  expect_rejected(file_with_header(R"({"__metadata__":{"k":1}})", 0), "not a string");
+}
+
+TEST(SafeTensors, RejectsBadOffsets) {
+  // size mismatch: 3 floats need 12 bytes
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), "needs 12");
+  // reversed
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 8), "reversed");
+  // past the end of the file
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8), "past the end");
+  // a gap before the first tensor
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8), "contiguous");
+  // overlapping tensors
+  expect_rejected(
+      file_with_header(
+          R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+          8),
+      "contiguous");
+  // trailing bytes after the last tensor
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8), "covers 4 bytes");
+  // a shape whose byte count overflows 64 bits
+  expect_rejected(file_with_header(R"({"a":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8),
+                  "overflows");
+}
+
+TEST(SafeTensors, EveryTruncationOfAValidFileIsAFormatError) {
+  heed::io::SafeTensorsWriter w;
+  w.add("x", heed::randn<float>({4, 4}, 3)).add("y", heed::randn<double>({3}, 4)).metadata("k", "v");
+  const auto bytes = w.to_bytes();
+  ASSERT_NO_THROW((void)SafeTensors::from_bytes(bytes));
+  for (std::size_t len = 0; len < bytes.size(); ++len) {
+    std::vector<std::byte> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(len));
+    EXPECT_THROW((void)SafeTensors::from_bytes(cut), FormatError) << "length " << len;
+  }
+}
+
+TEST(SafeTensors, MissingFileIsAnIoError) {
+  EXPECT_THROW((void)SafeTensors::open("/nonexistent/heed/model.safetensors"), heed::IoError);
+}
+
+}  // namespace

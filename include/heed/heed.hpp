@@ -3,6 +3,6 @@
 #include "heed/core.hpp"
 #include "heed/io/json.hpp"
 #include "heed/io/safetensors.hpp"
-#include "heed/kernels/softmax.hpp"
+#include "heed/kernels.hpp"
 #include "heed/simd.hpp"
 #include "heed/version.hpp"

@@ -94,6 +94,96 @@ def safetensors_dtypes():
     }, {"format": "pt", "note": "dtype round trip"})
 
 
+def seed_sdpa(Q, K, V, mask=None, fill=-1e9):
+    """Seed 000 §1.2 / seed 002 §4, verbatim: masked_fill(mask == 0, -1e9)."""
+    d_k = Q.size(-1)
+    scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, fill)
+    weights = torch.softmax(scores, dim=-1)
+    return torch.matmul(weights, V), weights
+
+
+@fixture
+def sdpa_seed():
+    """The seeds' scaled_dot_product_attention, without and with a mask (seed shapes)."""
+    torch.manual_seed(1)
+    Q = torch.randn(2, 4, 5, 8)
+    K = torch.randn(2, 4, 6, 8)
+    V = torch.randn(2, 4, 6, 16)
+    out, w = seed_sdpa(Q, K, V)
+    mask = torch.rand(2, 1, 5, 6) > 0.3      # [B, 1, Lq, Lk], broadcast over heads; 1 = keep
+    mask[:, :, :, 0] = True                   # no row fully masked: -1e9 and -inf then agree
+    out_m, w_m = seed_sdpa(Q, K, V, mask)
+    pad = torch.ones(2, 1, 1, 6, dtype=torch.bool)  # the seed's [batch, 1, 1, seq_len_k] padding mask
+    pad[1, :, :, 4:] = False
+    out_p, w_p = seed_sdpa(Q, K, V, pad)
+    full = mask.clone()
+    full[0, 0, 2, :] = False                  # a fully masked row: -1e9 gives uniform weights
+    out_f, w_f = seed_sdpa(Q, K, V, full)
+    save("sdpa_seed", {"q": Q, "k": K, "v": V, "output": out, "weights": w,
+                       "mask": mask, "output_masked": out_m, "weights_masked": w_m,
+                       "pad": pad, "output_pad": out_p, "weights_pad": w_p,
+                       "full_mask": full, "output_full": out_f, "weights_full": w_f})
+
+
+@fixture
+def causal_self_attention():
+    """Seed §3.1's causal scores (triu(diagonal=1) filled with -inf) on projected-like inputs."""
+    torch.manual_seed(2)
+    B, H, L, d = 2, 8, 20, 32
+    Q, K, V = (torch.randn(B, H, L, d) for _ in range(3))
+    scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(d)
+    causal = torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1)
+    weights = torch.softmax(scores.masked_fill(causal, float("-inf")), dim=-1)
+    save("causal_self_attention", {"q": Q, "k": K, "v": V, "weights": weights, "output": torch.matmul(weights, V)})
+
+
+@fixture
+def seed002_scores():
+    """Seed 002: dot_product_attention(query, keys) and AdditiveAttention(hidden_dim)(query, keys)."""
+    torch.manual_seed(3)
+    batch, seq_len, hidden = 3, 7, 24
+    query = torch.randn(batch, hidden)
+    keys = torch.randn(batch, seq_len, hidden)
+    dot = torch.softmax(torch.matmul(query.unsqueeze(1), keys.transpose(1, 2)).squeeze(1), dim=-1)
+
+    class AdditiveAttention(torch.nn.Module):
+        def __init__(self, hidden_dim):
+            super().__init__()
+            self.query_proj = torch.nn.Linear(hidden_dim, hidden_dim)
+            self.key_proj = torch.nn.Linear(hidden_dim, hidden_dim)
+            self.score = torch.nn.Linear(hidden_dim, 1)
+
+        def forward(self, query, keys):
+            projected_query = self.query_proj(query).unsqueeze(1)
+            projected_keys = self.key_proj(keys)
+            scores = self.score(torch.tanh(projected_query + projected_keys)).squeeze(-1)
+            return torch.softmax(scores, dim=-1)
+
+    additive = AdditiveAttention(hidden).eval()
+    with torch.no_grad():
+        add_w = additive(query, keys)
+    tensors = {"query": query, "keys": keys, "dot_weights": dot, "additive_weights": add_w}
+    tensors.update({f"additive.{k}": v for k, v in additive.state_dict().items()})
+    save("seed002_scores", tensors)
+
+
+@fixture
+def sharpening():
+    """Seed 002's dims loop: softmax(k q / sqrt(d)) and softmax(k q) for d in 16, 64, 256."""
+    torch.manual_seed(4)
+    tensors = {}
+    for d in (16, 64, 256):
+        q = torch.randn(d)
+        k = torch.randn(10, d)
+        tensors[f"q{d}"] = q
+        tensors[f"k{d}"] = k
+        tensors[f"scaled{d}"] = torch.softmax(torch.matmul(k, q) / math.sqrt(d), dim=0)
+        tensors[f"unscaled{d}"] = torch.softmax(torch.matmul(k, q), dim=0)
+    save("sharpening", tensors)
+
+
 def main(names):
     for name in names or FIXTURES:
         if name not in FIXTURES:

@@ -81,11 +81,35 @@ template <class T>
   index_t i = 0;
   T result = T(0);
   if (n >= lanes<T>) {
-    auto acc = simd::broadcast(T(0));
-    for (; i + lanes<T> <= n; i += lanes<T>) acc = simd::fma(simd::load(x + i), simd::load(y + i), acc);
-    result = simd::reduce_add(acc);
+    // Four independent accumulators hide the FMA latency (4 cycles on current x86).
+    auto acc0 = simd::broadcast(T(0)), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    for (; i + 4 * lanes<T> <= n; i += 4 * lanes<T>) {
+      acc0 = simd::fma(simd::load(x + i), simd::load(y + i), acc0);
+      acc1 = simd::fma(simd::load(x + i + lanes<T>), simd::load(y + i + lanes<T>), acc1);
+      acc2 = simd::fma(simd::load(x + i + 2 * lanes<T>), simd::load(y + i + 2 * lanes<T>), acc2);
+      acc3 = simd::fma(simd::load(x + i + 3 * lanes<T>), simd::load(y + i + 3 * lanes<T>), acc3);
+    }
+    for (; i + lanes<T> <= n; i += lanes<T>) acc0 = simd::fma(simd::load(x + i), simd::load(y + i), acc0);
+    result = simd::reduce_add((acc0 + acc1) + (acc2 + acc3));
   }
   for (; i < n; ++i) result += x[i] * y[i];
+  return result;
+}
+
+/// sum_i v[i] tanh(a[i] + b[i]): the additive (Bahdanau) score of one query-key pair whose
+/// projections are a and b.
+template <class T>
+[[nodiscard]] inline T tanh_dot(const T* a, const T* b, const T* v, index_t n) noexcept {
+  using detail::lanes;
+  index_t i = 0;
+  T result = T(0);
+  if (n >= lanes<T>) {
+    auto acc = simd::broadcast(T(0));
+    for (; i + lanes<T> <= n; i += lanes<T>)
+      acc = simd::fma(simd::load(v + i), simd::tanh(simd::load(a + i) + simd::load(b + i)), acc);
+    result = simd::reduce_add(acc);
+  }
+  for (; i < n; ++i) result += v[i] * std::tanh(a[i] + b[i]);
   return result;
 }
 

@@ -1,0 +1,321 @@
+#pragma once
+// Mask policies for the attention driver. Each is named by what `true` means, so no caller
+// has to remember a convention:
+//   mask::None                    every key visible
+//   mask::Causal{offset}          query i sees key j iff j <= i + offset (offset 0: torch's
+//                                 is_causal, top-left; offset = Lk - Lq: bottom-right, decoding)
+//   mask::SlidingWindow{l, r}     query i sees keys [i + offset - l, i + offset + r]
+//   mask::KeyPadding{ignore}      bool [B, Lk], true = padding, never attended
+//   mask::Allowed{allowed}        bool, true = may attend ([Lq, Lk] or [B|1, H|1, Lq|1, Lk|1])
+//   mask::Bias{bias}              float added to the scores (ALiBi, relative positions, -inf)
+//   mask::all(a, b, ...)          visible iff visible under every one
+//
+// A mask classifies each (query tile, key tile) as open (nothing to do), blocked (every
+// score masked: the driver skips the tile entirely, no GEMM and no exp) or partial (apply()
+// writes -inf or adds the bias). Causal and sliding-window masks are classified from the
+// indices alone, which is what makes causal attention about half the work and sliding-window
+// attention O(L·w).
+//
+// Masks built from tensors hold a view of them; built from a temporary Tensor they own it.
+
+#include <algorithm>
+#include <concepts>
+#include <limits>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "heed/core/error.hpp"
+#include "heed/core/tensor.hpp"
+
+namespace heed::mask {
+
+enum class Tile { open, blocked, partial };
+
+/// One tile of the score matrix of batch b, head h: query rows [i0, i0 + ni), key columns [j0, j0 + nj).
+struct TileRef {
+  index_t b, h, i0, ni, j0, nj;
+};
+
+/// What the driver needs of a mask. `check` validates against {B, H, Lq, Lk} and throws
+/// ShapeError; `classify` and `apply` are hot and check nothing. `scores` is a row-major
+/// [ni, nj] block with leading dimension `ld`.
+template <class M, class T>
+concept MaskPolicy = requires(const M& m, const Shape<4>& dims, const TileRef& t, T* scores, index_t ld) {
+  m.check(dims);
+  { m.classify(t) } -> std::same_as<Tile>;
+  m.apply(t, scores, ld);
+};
+
+namespace detail {
+
+template <class T>
+inline constexpr T minus_inf = -std::numeric_limits<T>::infinity();
+
+inline std::string dims_text(const Shape<4>& dims) {
+  return "[B, H, Lq, Lk] = " + to_string(dims);
+}
+
+/// A rank-4 tensor that broadcasts over any dimension of extent 1 (stride 0 there), from a
+/// rank-2 [Lq, Lk] or a rank-4 tensor. Views the caller's tensor, or owns a temporary one.
+template <class Scalar>
+class Broadcast4 {
+ public:
+  Broadcast4() = default;
+
+  template <TensorLike X>
+  requires std::is_same_v<scalar_of<X>, Scalar> Broadcast4(X&& x, const char* what) : what_(what) {
+    if constexpr (!std::is_lvalue_reference_v<X> && !std::is_const_v<std::remove_reference_t<X>> &&
+                  std::is_same_v<std::remove_cvref_t<X>, Tensor<Scalar, rank_of<X>>>) {
+      auto owned = std::make_shared<const std::remove_cvref_t<X>>(std::move(x));  // keep a temporary alive
+      bind(owned->view());
+      owner_ = std::move(owned);
+    } else {
+      bind(as_view(x));
+    }
+  }
+
+  /// Throws ShapeError unless every dimension equals dims or is 1.
+  void check(const Shape<4>& dims) const {
+    for (std::size_t d = 0; d < 4; ++d)
+      if (shape_[d] != 1 && shape_[d] != dims[d])
+        throw ShapeError(std::string("heed::mask::") + what_ + ": mask of shape " + original_ +
+                         " does not broadcast to the scores " + dims_text(dims));
+  }
+
+  [[nodiscard]] const Scalar* row(index_t b, index_t h, index_t i) const noexcept {
+    return data_ + b * strides_[0] + h * strides_[1] + i * strides_[2];
+  }
+  [[nodiscard]] index_t column_stride() const noexcept { return strides_[3]; }
+
+ private:
+  template <std::size_t Rank>
+  void bind(const TensorView<const Scalar, Rank>& v) {
+    static_assert(Rank == 2 || Rank == 4, "a mask is [Lq, Lk] or [B, H, Lq, Lk] (dimensions of extent 1 broadcast)");
+    original_ = to_string(v.shape());
+    data_ = v.data();
+    for (std::size_t d = 0; d < Rank; ++d) {
+      shape_[4 - Rank + d] = v.size(d);
+      strides_[4 - Rank + d] = v.size(d) == 1 ? 0 : v.stride(d);
+    }
+  }
+
+  const Scalar* data_ = nullptr;
+  Shape<4> shape_{1, 1, 1, 1};
+  Shape<4> strides_{0, 0, 0, 0};
+  std::string original_;
+  const char* what_ = "";
+  std::shared_ptr<const void> owner_;
+};
+
+}  // namespace detail
+
+/// Every key visible.
+struct None {
+  void check(const Shape<4>&) const noexcept {}
+  [[nodiscard]] Tile classify(const TileRef&) const noexcept { return Tile::open; }
+  template <class T>
+  void apply(const TileRef&, T*, index_t) const noexcept {}
+};
+
+/// Query i sees key j iff j <= i + offset.
+struct Causal {
+  index_t offset = 0;
+
+  void check(const Shape<4>&) const noexcept {}
+  [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
+    if (t.j0 > t.i0 + t.ni - 1 + offset) return Tile::blocked;  // the first key is after every row's last visible one
+    if (t.j0 + t.nj - 1 <= t.i0 + offset) return Tile::open;    // the last key is visible even to the first row
+    return Tile::partial;
+  }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    for (index_t i = 0; i < t.ni; ++i) {
+      const index_t first_hidden = std::max<index_t>(t.i0 + i + offset + 1 - t.j0, 0);
+      std::fill(scores + i * ld + std::min(first_hidden, t.nj), scores + i * ld + t.nj, detail::minus_inf<T>);
+    }
+  }
+};
+
+/// Query i sees keys j with i + offset - left <= j <= i + offset + right (Longformer's local
+/// attention; left = w, right = 0 is a causal window of w + 1 keys).
+struct SlidingWindow {
+  index_t left = 0;
+  index_t right = 0;
+  index_t offset = 0;
+
+  void check(const Shape<4>&) const {
+    if (left < 0 || right < 0)
+      throw ShapeError("heed::mask::SlidingWindow: left and right must be >= 0, got left = " + std::to_string(left) +
+                       ", right = " + std::to_string(right));
+  }
+  [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
+    const index_t i_first = t.i0 + offset, i_last = t.i0 + t.ni - 1 + offset;
+    const index_t j_first = t.j0, j_last = t.j0 + t.nj - 1;
+    if (j_first > i_last + right || j_last < i_first - left) return Tile::blocked;
+    if (j_first >= i_last - left && j_last <= i_first + right) return Tile::open;
+    return Tile::partial;
+  }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    for (index_t i = 0; i < t.ni; ++i) {
+      const index_t center = t.i0 + i + offset - t.j0;
+      const index_t lo = std::clamp<index_t>(center - left, 0, t.nj);
+      const index_t hi = std::clamp<index_t>(center + right + 1, 0, t.nj);
+      T* row = scores + i * ld;
+      std::fill(row, row + lo, detail::minus_inf<T>);
+      std::fill(row + std::max(lo, hi), row + t.nj, detail::minus_inf<T>);
+    }
+  }
+};
+
+/// bool [B, Lk]: true marks a padding key, which no query attends to (torch's key_padding_mask).
+class KeyPadding {
+ public:
+  template <TensorLike X>
+  requires(std::is_same_v<scalar_of<X>, bool>&& rank_of<X> == 2) KeyPadding(X&& ignore)
+      : ignore_(as_rank4(std::forward<X>(ignore))) {}  // NOLINT(google-explicit-constructor)
+
+  void check(const Shape<4>& dims) const {
+    if (batch_ != dims[0] || keys_ != dims[3])
+      throw ShapeError("heed::mask::KeyPadding: mask of shape [" + std::to_string(batch_) + ", " +
+                       std::to_string(keys_) + "] does not match [B, Lk] = [" + std::to_string(dims[0]) + ", " +
+                       std::to_string(dims[3]) + "] of the scores " + detail::dims_text(dims));
+  }
+  [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
+    const bool* row = ignore_.row(t.b, 0, 0);
+    const index_t s = ignore_.column_stride();
+    index_t padded = 0;
+    for (index_t j = t.j0; j < t.j0 + t.nj; ++j) padded += row[j * s] ? 1 : 0;
+    return padded == 0 ? Tile::open : padded == t.nj ? Tile::blocked : Tile::partial;
+  }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    const bool* row = ignore_.row(t.b, 0, 0);
+    const index_t s = ignore_.column_stride();
+    for (index_t j = 0; j < t.nj; ++j)
+      if (row[(t.j0 + j) * s])
+        for (index_t i = 0; i < t.ni; ++i) scores[i * ld + j] = detail::minus_inf<T>;
+  }
+
+ private:
+  // [B, Lk] is viewed as [B, 1, 1, Lk].
+  template <class X>
+  detail::Broadcast4<bool> as_rank4(X&& ignore) {
+    const auto v = as_view(ignore);
+    batch_ = v.size(0);
+    keys_ = v.size(1);
+    if constexpr (!std::is_lvalue_reference_v<X>) {
+      Tensor<bool, 4> owned(Shape<4>{batch_, 1, 1, keys_});
+      owned.copy_from(TensorView<const bool, 4>(v.data(), owned.shape(), {v.stride(0), 0, 0, v.stride(1)}));
+      return detail::Broadcast4<bool>(std::move(owned), "KeyPadding");
+    } else {
+      return detail::Broadcast4<bool>(
+          TensorView<const bool, 4>(v.data(), {batch_, 1, 1, keys_}, {v.stride(0), 0, 0, v.stride(1)}), "KeyPadding");
+    }
+  }
+
+  index_t batch_ = 0, keys_ = 0;
+  detail::Broadcast4<bool> ignore_;
+};
+
+/// bool, true = may attend: the convention of torch's scaled_dot_product_attention and of
+/// the seeds' `masked_fill(mask == 0, ...)`. Shapes [Lq, Lk] or rank 4, broadcasting over 1s.
+class Allowed {
+ public:
+  template <TensorLike X>
+  requires std::is_same_v < scalar_of<X>,
+  bool > Allowed(X&& allowed) : allowed_(std::forward<X>(allowed), "Allowed") {}  // NOLINT(google-explicit-constructor)
+
+  void check(const Shape<4>& dims) const { allowed_.check(dims); }
+  [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
+    const index_t s = allowed_.column_stride();
+    index_t visible = 0;
+    for (index_t i = 0; i < t.ni; ++i) {
+      const bool* row = allowed_.row(t.b, t.h, t.i0 + i);
+      for (index_t j = t.j0; j < t.j0 + t.nj; ++j) visible += row[j * s] ? 1 : 0;
+    }
+    return visible == t.ni * t.nj ? Tile::open : visible == 0 ? Tile::blocked : Tile::partial;
+  }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    const index_t s = allowed_.column_stride();
+    for (index_t i = 0; i < t.ni; ++i) {
+      const bool* row = allowed_.row(t.b, t.h, t.i0 + i);
+      for (index_t j = 0; j < t.nj; ++j)
+        if (!row[(t.j0 + j) * s]) scores[i * ld + j] = detail::minus_inf<T>;
+    }
+  }
+
+ private:
+  detail::Broadcast4<bool> allowed_;
+};
+
+/// Added to the scores before the softmax; -inf hides a key. Shapes as for Allowed.
+template <class Scalar = float>
+class Bias {
+ public:
+  template <TensorLike X>
+  requires std::is_same_v<scalar_of<X>, Scalar> Bias(X&& bias)
+      : bias_(std::forward<X>(bias), "Bias") {}  // NOLINT(google-explicit-constructor)
+
+  void check(const Shape<4>& dims) const { bias_.check(dims); }
+  [[nodiscard]] Tile classify(const TileRef&) const noexcept { return Tile::partial; }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    const index_t s = bias_.column_stride();
+    for (index_t i = 0; i < t.ni; ++i) {
+      const Scalar* row = bias_.row(t.b, t.h, t.i0 + i) + t.j0 * s;
+      T* out = scores + i * ld;
+      for (index_t j = 0; j < t.nj; ++j) out[j] += static_cast<T>(row[j * s]);
+    }
+  }
+
+ private:
+  detail::Broadcast4<Scalar> bias_;
+};
+
+template <TensorLike X>
+Bias(X&&) -> Bias<scalar_of<X>>;
+
+/// Visible iff visible under every mask; biases add up.
+template <class... Masks>
+class All {
+ public:
+  explicit All(Masks... masks) : masks_(std::move(masks)...) {}
+
+  void check(const Shape<4>& dims) const {
+    std::apply([&](const auto&... m) { (m.check(dims), ...); }, masks_);
+  }
+  [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
+    bool all_open = true;
+    bool blocked = false;
+    std::apply([&](const auto&... m) { ((blocked = blocked || classify_one(m, t, all_open)), ...); }, masks_);
+    return blocked ? Tile::blocked : all_open ? Tile::open : Tile::partial;
+  }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    std::apply([&](const auto&... m) { ((m.classify(t) == Tile::open ? void() : m.apply(t, scores, ld)), ...); },
+               masks_);
+  }
+
+ private:
+  template <class M>
+  static bool classify_one(const M& m, const TileRef& t, bool& all_open) noexcept {
+    const Tile k = m.classify(t);
+    all_open = all_open && k == Tile::open;
+    return k == Tile::blocked;
+  }
+
+  std::tuple<Masks...> masks_;
+};
+
+/// Combines masks: `mask::all(mask::Causal{}, mask::KeyPadding{pad})`.
+template <class... Masks>
+[[nodiscard]] All<std::remove_cvref_t<Masks>...> all(Masks&&... masks) {
+  return All<std::remove_cvref_t<Masks>...>(std::forward<Masks>(masks)...);
+}
+
+}  // namespace heed::mask

@@ -1,0 +1,172 @@
+#pragma once
+// Score policies: how the attention driver turns a query tile and a key tile into scores.
+//   ScaledDot{scale}   s(q, k) = scale · qᵀk, scale = 1/sqrt(d) unless given (Vaswani et al. 2017)
+//   Dot{}              s(q, k) = qᵀk (Luong et al. 2015)
+//   Additive<T>{...}   s(q, k) = vᵀ tanh(W_q q + b_q + W_k k + b_k) (Bahdanau et al. 2015)
+//
+// A policy validates the shapes once (`check`, throwing ShapeError), then `bind`s the query
+// and key tensors of one call into a scorer. The scorer's `scores` fills a row-major block of
+// scores and checks nothing. Binding is where a policy does its per-call work: Additive
+// projects every query and key once, so each tile costs only the tanh-and-dot over the
+// hidden size, vectorized by the simd layer.
+//
+// Users may write their own policy: anything satisfying ScorePolicy<P, T> below.
+
+#include <cmath>
+#include <concepts>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <Eigen/Core>
+
+#include "heed/core/eigen.hpp"
+#include "heed/core/error.hpp"
+#include "heed/core/parallel.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/simd/vector_ops.hpp"
+
+namespace heed {
+
+/// What the driver needs of a score policy for scalar T: q [B, H, Lq, dq], k [B, H, Lk, dk],
+/// both with unit stride in the last dimension.
+template <class P, class T>
+concept ScorePolicy = requires(const P& p, const TensorView<const T, 4>& q, const TensorView<const T, 4>& k, T* s) {
+  p.check(q.shape(), k.shape());
+  p.template bind<T>(q, k).scores(index_t{}, index_t{}, index_t{}, index_t{}, index_t{}, index_t{}, s, index_t{});
+};
+
+namespace kernels {
+
+/// scale · Q_tile K_tileᵀ as one GEMM on Eigen maps of the views (no copies).
+template <class T>
+class DotScorer {
+ public:
+  DotScorer(TensorView<const T, 4> q, TensorView<const T, 4> k, T scale) : q_(q), k_(k), scale_(scale) {}
+
+  void scores(index_t b, index_t h, index_t i0, index_t ni, index_t j0, index_t nj, T* out, index_t ld) const {
+    using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using ConstMap = Eigen::Map<const RowMajor, Eigen::Unaligned, Eigen::OuterStride<>>;
+    const index_t d = q_.size(3);
+    const ConstMap qt(&q_(b, h, i0, 0), ni, d, Eigen::OuterStride<>(q_.stride(2)));
+    const ConstMap kt(&k_(b, h, j0, 0), nj, d, Eigen::OuterStride<>(k_.stride(2)));
+    Eigen::Map<RowMajor, Eigen::Unaligned, Eigen::OuterStride<>> s(out, ni, nj, Eigen::OuterStride<>(ld));
+    s.noalias() = scale_ * (qt * kt.transpose());
+  }
+
+ private:
+  TensorView<const T, 4> q_, k_;
+  T scale_;
+};
+
+inline void check_same_depth(const Shape<4>& q, const Shape<4>& k, const char* who) {
+  if (q[3] != k[3])
+    throw ShapeError(std::string("heed::") + who + ": query depth " + std::to_string(q[3]) + " (q " + to_string(q) +
+                     ") differs from key depth " + std::to_string(k[3]) + " (k " + to_string(k) + ")");
+}
+
+}  // namespace kernels
+
+/// scale · qᵀk, with scale = 1/sqrt(d) unless given.
+struct ScaledDot {
+  std::optional<double> scale;
+
+  void check(const Shape<4>& q, const Shape<4>& k) const { kernels::check_same_depth(q, k, "ScaledDot"); }
+
+  template <class T>
+  [[nodiscard]] kernels::DotScorer<T> bind(const TensorView<const T, 4>& q, const TensorView<const T, 4>& k) const {
+    const double d = static_cast<double>(q.size(3));
+    return {q, k, static_cast<T>(scale ? *scale : (d > 0 ? 1.0 / std::sqrt(d) : 1.0))};
+  }
+};
+
+/// qᵀk, unscaled: the scores grow with d and the softmax sharpens (see seed 002).
+struct Dot {
+  void check(const Shape<4>& q, const Shape<4>& k) const { kernels::check_same_depth(q, k, "Dot"); }
+
+  template <class T>
+  [[nodiscard]] kernels::DotScorer<T> bind(const TensorView<const T, 4>& q, const TensorView<const T, 4>& k) const {
+    return {q, k, T(1)};
+  }
+};
+
+namespace kernels {
+
+/// Projected queries and keys, then vᵀ tanh(q' + k') per pair.
+template <class T>
+class AdditiveScorer {
+ public:
+  AdditiveScorer(Tensor<T, 4> q_proj, Tensor<T, 4> k_proj, Tensor<T, 1> v)
+      : q_proj_(std::move(q_proj)), k_proj_(std::move(k_proj)), v_(std::move(v)) {}
+
+  void scores(index_t b, index_t h, index_t i0, index_t ni, index_t j0, index_t nj, T* out, index_t ld) const {
+    const index_t hidden = v_.size(0);
+    const T* v = v_.data();
+    for (index_t i = 0; i < ni; ++i) {
+      const T* qp = &q_proj_(b, h, i0 + i, 0);
+      for (index_t j = 0; j < nj; ++j) out[i * ld + j] = simd::tanh_dot(qp, &k_proj_(b, h, j0 + j, 0), v, hidden);
+    }
+  }
+
+ private:
+  Tensor<T, 4> q_proj_, k_proj_;  // [B, H, L, hidden]
+  Tensor<T, 1> v_;                // a dense copy: read contiguously in the hot loop
+};
+
+}  // namespace kernels
+
+/// Bahdanau's additive score vᵀ tanh(W_q q + b_q + W_k k + b_k). W_q [hidden, dq] and
+/// W_k [hidden, dk] are nn.Linear weights, so dq and dk may differ; the biases may be empty.
+/// A constant added to every score (the bias of the seed's `score` Linear) does not change
+/// the softmax and is not needed.
+template <class Scalar = float>
+struct Additive {
+  TensorView<const Scalar, 2> w_q;
+  TensorView<const Scalar, 2> w_k;
+  TensorView<const Scalar, 1> v;
+  TensorView<const Scalar, 1> b_q{};
+  TensorView<const Scalar, 1> b_k{};
+
+  void check(const Shape<4>& q, const Shape<4>& k) const {
+    const index_t hidden = v.size(0);
+    auto fail = [&](const std::string& what) {
+      throw ShapeError("heed::Additive: " + what + " (q " + to_string(q) + ", k " + to_string(k) + ", w_q " +
+                       to_string(w_q.shape()) + ", w_k " + to_string(w_k.shape()) + ", v " + to_string(v.shape()) +
+                       ")");
+    };
+    if (w_q.size(0) != hidden || w_k.size(0) != hidden) fail("w_q, w_k and v disagree on the hidden size");
+    if (w_q.size(1) != q[3])
+      fail("w_q has " + std::to_string(w_q.size(1)) + " columns, the query depth is " + std::to_string(q[3]));
+    if (w_k.size(1) != k[3])
+      fail("w_k has " + std::to_string(w_k.size(1)) + " columns, the key depth is " + std::to_string(k[3]));
+    if (!b_q.empty() && b_q.size(0) != hidden) fail("b_q has " + std::to_string(b_q.size(0)) + " entries");
+    if (!b_k.empty() && b_k.size(0) != hidden) fail("b_k has " + std::to_string(b_k.size(0)) + " entries");
+  }
+
+  template <class T>
+  [[nodiscard]] kernels::AdditiveScorer<T> bind(const TensorView<const T, 4>& q,
+                                                const TensorView<const T, 4>& k) const {
+    static_assert(std::is_same_v<T, Scalar>, "Additive<Scalar> scores tensors of the same Scalar");
+    return {project(q, w_q, b_q), project(k, w_k, b_k), Tensor<T, 1>(v)};
+  }
+
+ private:
+  // x [B, H, L, din] → x Wᵀ + b: [B, H, L, hidden]
+  static Tensor<Scalar, 4> project(const TensorView<const Scalar, 4>& x, const TensorView<const Scalar, 2>& w,
+                                   const TensorView<const Scalar, 1>& bias) {
+    const index_t hidden = w.size(0);
+    Tensor<Scalar, 4> out({x.size(0), x.size(1), x.size(2), hidden});
+    const auto wm = as_matrix(w);
+    for (index_t b = 0; b < x.size(0); ++b)
+      for (index_t h = 0; h < x.size(1); ++h) {
+        auto o = as_matrix(out.view()[b][h]);
+        o.noalias() = as_matrix(x[b][h]) * wm.transpose();
+        if (!bias.empty())
+          for (index_t i = 0; i < o.rows(); ++i)
+            for (index_t c = 0; c < hidden; ++c) o(i, c) += bias(c);
+      }
+    return out;
+  }
+};
+
+}  // namespace heed

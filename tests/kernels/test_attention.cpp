@@ -1,0 +1,98 @@
+// The tiled driver against the naive double reference: every score policy × every mask,
+// odd shapes (Lq, Lk ∈ {1, 7, 65, 257}, d ∈ {1, 8, 64, 80}), Lq ≠ Lk, float and double, with
+// and without weights, 1 and 2 threads, and tile sizes small enough that every case spans
+// many tiles (so open, blocked and partial tiles all occur). Tolerances: float rtol 2e-4,
+// atol 2e-5; double rtol 1e-10, atol 1e-11 (attention_cases.hpp).
+#include "kernels/attention_cases.hpp"
+
+namespace {
+
+using heed::AttentionOptions;
+using heed::index_t;
+using namespace heed::test;
+
+template <class T>
+class AttentionVsReference : public ::testing::Test {};
+using Scalars = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(AttentionVsReference, Scalars);
+
+TYPED_TEST(AttentionVsReference, EveryLengthAndDepthScaledDot) {
+  for (index_t Lq : {1, 7, 65, 257})
+    for (index_t Lk : {1, 7, 65, 257})
+      for (index_t d : {1, 8, 64, 80}) {
+        if (Lq * Lk * d > 257 * 65 * 64) continue;  // the largest products only in the next test
+        const Inputs<TypeParam> in({1, 2, Lq, Lk, d, d == 1 ? 3 : d},
+                                   static_cast<std::uint64_t>(Lq * 1000 + Lk * 10 + d));
+        expect_matches_reference(in, ScoreKind::scaled_dot, MaskKind::none,
+                                 {.need_weights = (Lq + Lk) % 2 == 0, .num_threads = 1, .block_q = 16, .block_k = 32});
+      }
+}
+
+TYPED_TEST(AttentionVsReference, LargestShapeWithDefaultTiles) {
+  const Inputs<TypeParam> in({1, 2, 257, 257, 80, 80});
+  expect_matches_reference(in, ScoreKind::scaled_dot, MaskKind::causal, {.need_weights = true, .num_threads = 2});
+  expect_matches_reference(in, ScoreKind::scaled_dot, MaskKind::none, {.num_threads = 1});
+}
+
+TYPED_TEST(AttentionVsReference, EveryScoreTimesEveryMask) {
+  const Dims shapes[] = {{2, 2, 65, 257, 8, 8}, {3, 1, 7, 7, 64, 16}, {2, 2, 257, 65, 80, 80}, {3, 2, 1, 7, 1, 5}};
+  int variant = 0;
+  for (const Dims& dims : shapes) {
+    const Inputs<TypeParam> in(dims, static_cast<std::uint64_t>(dims.Lq + dims.Lk));
+    for (ScoreKind score : {ScoreKind::scaled_dot, ScoreKind::dot, ScoreKind::additive})
+      for (MaskKind mask : all_masks) {
+        ++variant;
+        AttentionOptions options{.need_weights = variant % 2 == 0,
+                                 .num_threads = 1 + variant % 3 / 2,
+                                 .block_q = variant % 4 == 0 ? 0 : 16,
+                                 .block_k = variant % 4 == 0 ? 0 : 32};
+        expect_matches_reference(in, score, mask, options);
+      }
+  }
+}
+
+TYPED_TEST(AttentionVsReference, ThreadsAndTilesDoNotChangeTheAnswer) {
+  const Inputs<TypeParam> in({2, 3, 65, 100, 16, 16});
+  const auto base = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::Causal{},
+                                    {.need_weights = true, .num_threads = 1});
+  for (int threads : {1, 2})
+    for (index_t bq : {1, 16, 64})
+      for (index_t bk : {1, 7, 256}) {
+        const auto r = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::Causal{},
+                                       {.need_weights = true, .num_threads = threads, .block_q = bq, .block_k = bk});
+        EXPECT_TRUE(all_close(r.output, base.output, attention_tolerance<TypeParam>())) << bq << "x" << bk;
+        EXPECT_TRUE(all_close(r.weights, base.weights, attention_tolerance<TypeParam>())) << bq << "x" << bk;
+      }
+}
+
+TYPED_TEST(AttentionVsReference, RankThreeInputsAreOneHead) {
+  const auto q = heed::randn<TypeParam>({2, 9, 8}, 1), k = heed::randn<TypeParam>({2, 13, 8}, 2),
+             v = heed::randn<TypeParam>({2, 13, 5}, 3);
+  const auto r = heed::attention(q, k, v, heed::ScaledDot{}, heed::mask::None{}, {.need_weights = true});
+  EXPECT_EQ(r.output.shape(), (heed::Shape<3>{2, 9, 5}));
+  EXPECT_EQ(r.weights.shape(), (heed::Shape<3>{2, 9, 13}));
+  const auto four = heed::attention(
+      q.view().reshape(heed::Shape<4>{2, 1, 9, 8}), k.view().reshape(heed::Shape<4>{2, 1, 13, 8}),
+      v.view().reshape(heed::Shape<4>{2, 1, 13, 5}), heed::ScaledDot{}, heed::mask::None{}, {.need_weights = true});
+  EXPECT_TRUE(all_close(r.output.view().reshape(heed::Shape<4>{2, 1, 9, 5}), four.output, {0, 0}));
+}
+
+TYPED_TEST(AttentionVsReference, StridedInputsAndOutputs) {
+  // [B, L, H, d] buffers seen as [B, H, L, d], as the modules use them.
+  const auto qb = heed::randn<TypeParam>({2, 11, 3, 8}, 4), kb = heed::randn<TypeParam>({2, 17, 3, 8}, 5),
+             vb = heed::randn<TypeParam>({2, 17, 3, 8}, 6);
+  const auto q = qb.view().transpose(1, 2), k = kb.view().transpose(1, 2), v = vb.view().transpose(1, 2);
+  heed::Tensor<TypeParam, 4> out_buffer({2, 11, 3, 8});
+  heed::attention_into(out_buffer.view().transpose(1, 2), heed::TensorView<TypeParam, 4>{}, q, k, v, heed::ScaledDot{},
+                       heed::mask::Causal{}, {.block_q = 4, .block_k = 4});
+  const auto dense = heed::attention(heed::Tensor<TypeParam, 4>(q), heed::Tensor<TypeParam, 4>(k),
+                                     heed::Tensor<TypeParam, 4>(v), heed::ScaledDot{}, heed::mask::Causal{});
+  EXPECT_TRUE(all_close(out_buffer.view().transpose(1, 2), dense.output, attention_tolerance<TypeParam>()));
+  // a non-unit stride in the last dimension is copied, not mis-read
+  const auto q_t = heed::randn<TypeParam>({2, 3, 8, 11}, 7);
+  const auto r = heed::attention(q_t.view().transpose(2, 3), k, v);
+  const auto r_dense = heed::attention(heed::Tensor<TypeParam, 4>(q_t.view().transpose(2, 3)), k, v);
+  EXPECT_TRUE(all_close(r.output, r_dense.output, {0, 0}));
+}
+
+}  // namespace

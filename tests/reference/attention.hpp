@@ -1,0 +1,98 @@
+#pragma once
+// Naive double-precision attention, straight from the formulas, for checking the tiled
+// driver:   S[b,h,i,j] = score(q[b,h,i], k[b,h,j]) + mask(b, h, i, j)
+//           P = softmax_j(S)          (a row of only -inf: NaN, or 0 when asked)
+//           O[b,h,i] = sum_j P[b,h,i,j] v[b,h,j]
+// The mask is a function returning 0 (visible), -inf (hidden) or a bias to add.
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+
+#include "heed/core/tensor.hpp"
+#include "reference/softmax.hpp"
+
+namespace heed::reference {
+
+/// score(b, h, i, j) of query i and key j in batch b, head h
+using ScoreFn = std::function<double(index_t b, index_t h, index_t i, index_t j)>;
+using MaskFn = std::function<double(index_t b, index_t h, index_t i, index_t j)>;
+
+inline const MaskFn no_mask = [](index_t, index_t, index_t, index_t) { return 0.0; };
+inline constexpr double hidden = -std::numeric_limits<double>::infinity();
+
+/// qᵀk · scale
+inline ScoreFn scaled_dot(const Tensor<double, 4>& q, const Tensor<double, 4>& k, double scale) {
+  return [&q, &k, scale](index_t b, index_t h, index_t i, index_t j) {
+    double s = 0;
+    for (index_t c = 0; c < q.size(3); ++c) s += q(b, h, i, c) * k(b, h, j, c);
+    return s * scale;
+  };
+}
+
+/// x W^T + bias, row by row: [B, H, L, d] → [B, H, L, hidden]
+inline Tensor<double, 4> linear(const Tensor<double, 4>& x, const Tensor<double, 2>& w, const Tensor<double, 1>& bias) {
+  Tensor<double, 4> y({x.size(0), x.size(1), x.size(2), w.size(0)});
+  for (index_t b = 0; b < x.size(0); ++b)
+    for (index_t h = 0; h < x.size(1); ++h)
+      for (index_t i = 0; i < x.size(2); ++i)
+        for (index_t u = 0; u < w.size(0); ++u) {
+          double acc = bias.empty() ? 0 : bias(u);
+          for (index_t c = 0; c < w.size(1); ++c) acc += w(u, c) * x(b, h, i, c);
+          y(b, h, i, u) = acc;
+        }
+  return y;
+}
+
+/// vᵀ tanh(W_q q + b_q + W_k k + b_k), with W [hidden, d] row-major (nn.Linear's layout).
+inline ScoreFn additive(const Tensor<double, 4>& q, const Tensor<double, 4>& k, const Tensor<double, 2>& wq,
+                        const Tensor<double, 2>& wk, const Tensor<double, 1>& v, const Tensor<double, 1>& bq,
+                        const Tensor<double, 1>& bk) {
+  auto qp = std::make_shared<Tensor<double, 4>>(linear(q, wq, bq));
+  auto kp = std::make_shared<Tensor<double, 4>>(linear(k, wk, bk));
+  return [qp, kp, &v](index_t b, index_t h, index_t i, index_t j) {
+    double s = 0;
+    for (index_t u = 0; u < v.size(0); ++u) s += v(u) * std::tanh((*qp)(b, h, i, u) + (*kp)(b, h, j, u));
+    return s;
+  };
+}
+
+struct AttentionReference {
+  Tensor<double, 4> output;   // [B, H, Lq, dv]
+  Tensor<double, 4> weights;  // [B, H, Lq, Lk]
+};
+
+/// q [B, H, Lq, dq], k [B, H, Lk, dk], v [B, H, Lk, dv], all double and contiguous.
+inline AttentionReference attention(const Tensor<double, 4>& q, const Tensor<double, 4>& k, const Tensor<double, 4>& v,
+                                    const ScoreFn& score, const MaskFn& mask, bool masked_rows_nan) {
+  const index_t B = q.size(0), H = q.size(1), Lq = q.size(2), Lk = k.size(2), dv = v.size(3);
+  AttentionReference r{Tensor<double, 4>({B, H, Lq, dv}), Tensor<double, 4>({B, H, Lq, Lk})};
+  for (index_t b = 0; b < B; ++b)
+    for (index_t h = 0; h < H; ++h)
+      for (index_t i = 0; i < Lq; ++i) {
+        double m = hidden;
+        for (index_t j = 0; j < Lk; ++j) {
+          const double s = score(b, h, i, j) + mask(b, h, i, j);
+          r.weights(b, h, i, j) = s;
+          m = std::max(m, s);
+        }
+        if (m == hidden) {  // fully masked row
+          const double fill = masked_rows_nan ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+          for (index_t j = 0; j < Lk; ++j) r.weights(b, h, i, j) = fill;
+          for (index_t c = 0; c < dv; ++c) r.output(b, h, i, c) = fill;
+          continue;
+        }
+        double total = 0;
+        for (index_t j = 0; j < Lk; ++j) total += std::exp(r.weights(b, h, i, j) - m);
+        for (index_t j = 0; j < Lk; ++j) r.weights(b, h, i, j) = std::exp(r.weights(b, h, i, j) - m) / total;
+        for (index_t c = 0; c < dv; ++c) {
+          double o = 0;
+          for (index_t j = 0; j < Lk; ++j) o += r.weights(b, h, i, j) * v(b, h, j, c);
+          r.output(b, h, i, c) = o;
+        }
+      }
+  return r;
+}
+
+}  // namespace heed::reference

@@ -1,0 +1,113 @@
+// The attention driver at the sizes of issue #3: B = 1, H = 8, d = 64, N = Lq = Lk.
+//   cmake --workflow --preset release && build/release/benchmarks/heed_bench_kernels_attention
+// GFLOP/s counts 4·B·H·N²·d (two GEMMs), halved for causal (half the tiles are skipped), so
+// causal and full attention are compared by time, not by the counter.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+
+#include <Eigen/Core>
+
+#include "heed/core/random.hpp"
+#include "heed/kernels.hpp"
+
+namespace {
+
+using heed::index_t;
+constexpr index_t B = 1, H = 8, d = 64;
+
+struct Inputs {
+  heed::Tensor<float, 4> q, k, v;
+  explicit Inputs(index_t n)
+      : q(heed::randn<float>({B, H, n, d}, 1)), k(heed::randn<float>({B, H, n, d}, 2)), v(heed::randn<float>({B, H, n, d}, 3)) {}
+};
+
+void set_flops(benchmark::State& state, index_t n, bool causal) {
+  const double flops = 4.0 * double(B * H) * double(n) * double(n) * double(d) * (causal ? 0.5 : 1.0);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+// args: N, causal, threads, need_weights
+void BM_attention(benchmark::State& state) {
+  const index_t n = state.range(0);
+  const bool causal = state.range(1) != 0;
+  const heed::AttentionOptions options{.need_weights = state.range(3) != 0, .num_threads = static_cast<int>(state.range(2))};
+  const Inputs in(n);
+  for (auto _ : state) {
+    if (causal) {
+      auto r = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::Causal{}, options);
+      benchmark::DoNotOptimize(r.output.data());
+    } else {
+      auto r = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::None{}, options);
+      benchmark::DoNotOptimize(r.output.data());
+    }
+  }
+  set_flops(state, n, causal);
+}
+
+void attention_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"N", "causal", "threads", "weights"});
+  for (index_t n : {128, 512, 1024, 4096})
+    for (int causal : {0, 1})
+      for (int threads : {1, 2}) b->Args({n, causal, threads, 0});
+  for (index_t n : {512, 1024}) b->Args({n, 0, 1, 1});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(BM_attention)->Apply(attention_args);
+
+// Tile sizes, for tuning the defaults (N = 1024, one thread).
+void BM_tiles(benchmark::State& state) {
+  const index_t n = 1024;
+  const Inputs in(n);
+  const heed::AttentionOptions options{.num_threads = 1, .block_q = state.range(0), .block_k = state.range(1)};
+  for (auto _ : state) {
+    auto r = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::None{}, options);
+    benchmark::DoNotOptimize(r.output.data());
+  }
+  set_flops(state, n, false);
+}
+BENCHMARK(BM_tiles)
+    ->ArgNames({"block_q", "block_k"})
+    ->ArgsProduct({{64, 128, 256, 512}, {256, 512, 1024}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Bahdanau scores: hidden = 64; the tanh per (query, key, hidden unit) dominates, so the
+// counter is score evaluations (N²·H·hidden tanh-and-FMA) per second.
+void BM_additive(benchmark::State& state) {
+  const index_t n = state.range(0), hidden = 64;
+  const Inputs in(n);
+  const auto wq = heed::randn<float>({hidden, d}, 4), wk = heed::randn<float>({hidden, d}, 5);
+  const auto v = heed::randn<float>({hidden}, 6);
+  const heed::Additive<float> score{.w_q = wq, .w_k = wk, .v = v};
+  for (auto _ : state) {
+    auto r = heed::attention(in.q, in.k, in.v, score, heed::mask::None{}, {.num_threads = 1});
+    benchmark::DoNotOptimize(r.output.data());
+  }
+  set_flops(state, n, false);
+  state.counters["Gtanh/s"] = benchmark::Counter(double(B * H) * double(n * n) * double(hidden),
+                                                 benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_additive)->ArgName("N")->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// For contrast: materialize the whole [N, N] score matrix per head, softmax it, multiply.
+void BM_naive_materialized(benchmark::State& state) {
+  const index_t n = state.range(0);
+  const Inputs in(n);
+  using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Mat scores(n, n), out(n, d);
+  for (auto _ : state) {
+    for (index_t h = 0; h < H; ++h) {
+      const auto q = heed::as_matrix(in.q.view()[0][h]), k = heed::as_matrix(in.k.view()[0][h]),
+                 v = heed::as_matrix(in.v.view()[0][h]);
+      scores.noalias() = (q * k.transpose()) / std::sqrt(float(d));
+      for (index_t i = 0; i < n; ++i) heed::kernels::softmax_row(&scores(i, 0), &scores(i, 0), n, heed::MaskedRows::zero);
+      out.noalias() = scores * v;
+      benchmark::DoNotOptimize(out.data());
+    }
+  }
+  set_flops(state, n, false);
+}
+BENCHMARK(BM_naive_materialized)->ArgName("N")->Arg(512)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace

@@ -4,5 +4,6 @@
 #include "heed/io/json.hpp"
 #include "heed/io/safetensors.hpp"
 #include "heed/kernels.hpp"
+#include "heed/nn.hpp"
 #include "heed/simd.hpp"
 #include "heed/version.hpp"

@@ -184,6 +184,108 @@ def sharpening():
     save("sharpening", tensors)
 
 
+class SEBlock(torch.nn.Module):
+    """Seed 000 §4.1, verbatim."""
+    def __init__(self, channels, reduction=16):
+        super().__init__()
+        self.squeeze = torch.nn.AdaptiveAvgPool2d(1)
+        self.excitation = torch.nn.Sequential(
+            torch.nn.Linear(channels, channels // reduction, bias=False), torch.nn.ReLU(inplace=True),
+            torch.nn.Linear(channels // reduction, channels, bias=False), torch.nn.Sigmoid())
+
+    def forward(self, x):
+        b, c, _, _ = x.size()
+        y = self.excitation(self.squeeze(x).view(b, c)).view(b, c, 1, 1)
+        return x * y.expand_as(x), y.view(b, c)
+
+
+class SpatialAttention(torch.nn.Module):
+    """Seed 000 §4.2, verbatim (plus returning the map)."""
+    def __init__(self, kernel_size=7):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(2, 1, kernel_size, padding=kernel_size // 2, bias=False)
+        self.sigmoid = torch.nn.Sigmoid()
+
+    def forward(self, x):
+        avg_out = torch.mean(x, dim=1, keepdim=True)
+        max_out, _ = torch.max(x, dim=1, keepdim=True)
+        scale = self.sigmoid(self.conv(torch.cat([avg_out, max_out], dim=1)))
+        return x * scale, scale
+
+
+class CBAM(torch.nn.Module):
+    """Seed 000 §4.3, verbatim (plus returning both maps)."""
+    def __init__(self, channels, reduction=16, kernel_size=7):
+        super().__init__()
+        self.channel_attn = torch.nn.Sequential(
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+            torch.nn.Linear(channels, channels // reduction, bias=False), torch.nn.ReLU(inplace=True),
+            torch.nn.Linear(channels // reduction, channels, bias=False), torch.nn.Sigmoid())
+        self.spatial_attn = torch.nn.Sequential(
+            torch.nn.Conv2d(2, 1, kernel_size, padding=kernel_size // 2, bias=False), torch.nn.Sigmoid())
+
+    def forward(self, x):
+        b, c, _, _ = x.size()
+        ca = self.channel_attn(x).view(b, c, 1, 1)
+        x = x * ca
+        avg_out = torch.mean(x, dim=1, keepdim=True)
+        max_out, _ = torch.max(x, dim=1, keepdim=True)
+        sa = self.spatial_attn(torch.cat([avg_out, max_out], dim=1))
+        return x * sa, ca.view(b, c), sa
+
+
+def _prefixed(prefix, module):
+    return {prefix + k: v for k, v in module.state_dict().items()}
+
+
+def formula_input(shape):
+    """x[i] = sin(0.7 i) + 0.5 cos(0.013 i) over the flat index, in float64, then float32.
+    The C++ tests compute the same tensor, so a large input need not be stored."""
+    i = torch.arange(math.prod(shape), dtype=torch.float64)
+    return (torch.sin(0.7 * i) + 0.5 * torch.cos(0.013 * i)).float().reshape(shape)
+
+
+@fixture
+def vision_modules():
+    """SEBlock, SpatialAttention (k = 3, 7), CBAM and torchvision's SqueezeExcitation on [2, 20, 7, 9]."""
+    from torchvision.ops import SqueezeExcitation
+    torch.manual_seed(5)
+    x = torch.randn(2, 20, 7, 9)
+    se, sa3, sa7, cbam = SEBlock(20, 4).eval(), SpatialAttention(3).eval(), SpatialAttention(7).eval(), CBAM(20, 4, 7).eval()
+    tv = SqueezeExcitation(20, 6).eval()
+    with torch.no_grad():
+        se_y, se_w = se(x)
+        sa3_y, sa3_m = sa3(x)
+        sa7_y, sa7_m = sa7(x)
+        cbam_y, cbam_ca, cbam_sa = cbam(x)
+        tv_y = tv(x)
+    t = {"x": x, "se.output": se_y, "se.weights": se_w, "sa3.output": sa3_y, "sa3.map": sa3_m,
+         "sa7.output": sa7_y, "sa7.map": sa7_m, "cbam.output": cbam_y, "cbam.channel": cbam_ca,
+         "cbam.spatial": cbam_sa, "tv.output": tv_y}
+    for prefix, m in (("se.", se), ("sa3.", sa3), ("sa7.", sa7), ("cbam.", cbam), ("tv.", tv)):
+        t.update(_prefixed(prefix + "module.", m))
+    save("vision_modules", t)
+
+
+@fixture
+def vision_seed_shapes():
+    """The seed's shapes, [4, 256, 32, 32], on formula_input: both maps in full, outputs at every 8th pixel."""
+    torch.manual_seed(6)
+    x = formula_input((4, 256, 32, 32))
+    se, sa, cbam = SEBlock(256, 16).eval(), SpatialAttention(7).eval(), CBAM(256, 16, 7).eval()
+    with torch.no_grad():
+        se_y, se_w = se(x)
+        sa_y, sa_m = sa(x)
+        cbam_y, cbam_ca, cbam_sa = cbam(x)
+    sub = (slice(None), slice(None), slice(None, None, 8), slice(None, None, 8))
+    t = {"x_checksum": x.double().sum().reshape(1), "se.output_sub": se_y[sub].contiguous(), "se.weights": se_w,
+         "sa.output_sub": sa_y[sub].contiguous(), "sa.map": sa_m,
+         "cbam.output_sub": cbam_y[sub].contiguous(), "cbam.channel": cbam_ca, "cbam.spatial": cbam_sa}
+    for prefix, m in (("se.", se), ("sa.", sa), ("cbam.", cbam)):
+        t.update(_prefixed(prefix + "module.", m))
+    save("vision_seed_shapes", t)
+
+
 def main(names):
     for name in names or FIXTURES:
         if name not in FIXTURES:

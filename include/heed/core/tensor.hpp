@@ -141,6 +141,16 @@ template <class Scalar, std::size_t Rank>
   return v;
 }
 
+/// A contiguous read-only view of `view`: the view itself when it is already dense, else a
+/// copy made into `storage` (which must outlive the result).
+template <class Scalar, std::size_t Rank>
+[[nodiscard]] TensorView<const Scalar, Rank> contiguous(const TensorView<const Scalar, Rank>& view,
+                                                        Tensor<Scalar, Rank>& storage) {
+  if (view.is_contiguous()) return view;
+  storage = Tensor<Scalar, Rank>(view);
+  return storage.view();
+}
+
 namespace detail {
 template <class T>
 struct tensor_traits {

@@ -4,6 +4,7 @@
 // Accuracy of the transcendental ones is xsimd's (tests/simd measure it against double
 // precision and state the bound), and the scalar tail uses <cmath>.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -91,7 +92,7 @@ template <class T>
   if (n >= lanes<T>) {
     // Four independent accumulators hide the FMA latency (4 cycles on current x86).
     auto acc0 = simd::broadcast(T(0)), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    for (; i < n / (4 * lanes<T>) * (4 * lanes<T>); i += 4 * lanes<T>) {
+    for (; i < n / (4 * lanes<T>)*(4 * lanes<T>); i += 4 * lanes<T>) {
       acc0 = simd::fma(simd::load(x + i), simd::load(y + i), acc0);
       acc1 = simd::fma(simd::load(x + i + lanes<T>), simd::load(y + i + lanes<T>), acc1);
       acc2 = simd::fma(simd::load(x + i + 2 * lanes<T>), simd::load(y + i + 2 * lanes<T>), acc2);
@@ -131,6 +132,42 @@ inline void axpy(T a, const T* x, T* y, index_t n) noexcept {
   const auto va = simd::broadcast(a);
   for (; i < full_batches<T>(n); i += lanes<T>) simd::store(y + i, simd::fma(va, simd::load(x + i), simd::load(y + i)));
   for (; i < n; ++i) y[i] += a * x[i];
+}
+
+/// y[i] += x[i]
+template <class T>
+inline void add(const T* x, T* y, index_t n) noexcept {
+  using detail::full_batches;
+  using detail::lanes;
+  index_t i = 0;
+  for (; i < full_batches<T>(n); i += lanes<T>) simd::store(y + i, simd::load(y + i) + simd::load(x + i));
+  for (; i < n; ++i) y[i] += x[i];
+}
+
+/// y[i] = max(y[i], x[i])
+template <class T>
+inline void maximum(const T* x, T* y, index_t n) noexcept {
+  using detail::full_batches;
+  using detail::lanes;
+  index_t i = 0;
+  for (; i < full_batches<T>(n); i += lanes<T>) simd::store(y + i, simd::max(simd::load(y + i), simd::load(x + i)));
+  for (; i < n; ++i) y[i] = std::max(y[i], x[i]);
+}
+
+/// z[i] = x[i] · y[i]
+template <class T>
+inline void multiply(const T* x, const T* y, T* z, index_t n) noexcept {
+  using detail::full_batches;
+  using detail::lanes;
+  index_t i = 0;
+  for (; i < full_batches<T>(n); i += lanes<T>) simd::store(z + i, simd::load(x + i) * simd::load(y + i));
+  for (; i < n; ++i) z[i] = x[i] * y[i];
+}
+
+/// y[i] = a · x[i]
+template <class T>
+inline void scale_into(T a, const T* x, T* y, index_t n) noexcept {
+  detail::transform(x, y, n, [a](const auto& v) { return v * detail::splat(v, a); });
 }
 
 /// x[i] *= a

@@ -1,0 +1,97 @@
+#pragma once
+// 2-D convolution (cross-correlation, as torch.nn.functional.conv2d), NCHW, zero padding.
+// A direct kernel: for each (output channel, input channel, ky, kx) the weight is one scalar,
+// and each output row gets `weight × input row` added with a vectorized axpy over the width
+// (stride 1; a strided gather otherwise). No im2col buffer, so memory stays at the output's size.
+// Parallel over (batch, output channel).
+
+#include <algorithm>
+#include <string>
+
+#include "heed/core/error.hpp"
+#include "heed/core/parallel.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/simd/vector_ops.hpp"
+
+namespace heed {
+
+struct Conv2dOptions {
+  index_t padding = 0;  ///< zeros added on every side
+  index_t stride = 1;
+  int num_threads = 0;  ///< 0: heed::num_threads()
+};
+
+namespace kernels {
+
+/// out [B, Cout, Ho, Wo] = conv(x [B, Cin, H, W], w [Cout, Cin, kh, kw]) + bias; shapes validated
+/// by the caller; x and w contiguous; bias empty or [Cout].
+template <class T>
+void conv2d_direct(const TensorView<const T, 4>& x, const TensorView<const T, 4>& w, const TensorView<const T, 1>& bias,
+                   const TensorView<T, 4>& out, index_t pad, index_t stride, int threads) {
+  const index_t B = x.size(0), Cin = x.size(1), H = x.size(2), W = x.size(3);
+  const index_t Cout = w.size(0), kh = w.size(2), kw = w.size(3);
+  const index_t Ho = out.size(2), Wo = out.size(3);
+  parallel_for(B * Cout, threads, [&](index_t task, int) {
+    const index_t b = task / Cout, co = task % Cout;
+    T* o = &out(b, co, 0, 0);
+    std::fill(o, o + Ho * Wo, bias.empty() ? T(0) : bias(co));
+    for (index_t ci = 0; ci < Cin; ++ci) {
+      const T* in = &x(b, ci, 0, 0);
+      for (index_t ky = 0; ky < kh; ++ky)
+        for (index_t kx = 0; kx < kw; ++kx) {
+          const T weight = w(co, ci, ky, kx);
+          // output columns whose input column ox·stride + kx - pad lies inside [0, W)
+          const index_t ox_lo = std::max<index_t>(0, (pad - kx + stride - 1) / stride);
+          const index_t ox_hi = std::min<index_t>(Wo, (W - 1 + pad - kx) / stride + 1);
+          if (ox_hi <= ox_lo) continue;
+          for (index_t oy = 0; oy < Ho; ++oy) {
+            const index_t iy = oy * stride + ky - pad;
+            if (iy < 0 || iy >= H) continue;
+            const T* src = in + iy * W + ox_lo * stride + kx - pad;
+            T* dst = o + oy * Wo + ox_lo;
+            if (stride == 1) {
+              simd::axpy(weight, src, dst, ox_hi - ox_lo);
+            } else {
+              for (index_t ox = 0; ox < ox_hi - ox_lo; ++ox) dst[ox] += weight * src[ox * stride];
+            }
+          }
+        }
+    }
+  });
+}
+
+}  // namespace kernels
+
+/// torch.nn.functional.conv2d(x, w, bias, stride, padding) for x [B, Cin, H, W] and
+/// w [Cout, Cin, kh, kw]; bias is empty or [Cout].
+template <TensorLike X, TensorLike Wt>
+[[nodiscard]] Tensor<scalar_of<X>, 4> conv2d(const X& x, const Wt& w, TensorView<const scalar_of<X>, 1> bias = {},
+                                             const Conv2dOptions& options = {}) {
+  using T = scalar_of<X>;
+  static_assert(rank_of<X> == 4 && rank_of<Wt> == 4, "conv2d takes x [B, C, H, W] and w [Cout, Cin, kh, kw]");
+  static_assert(std::is_same_v<scalar_of<Wt>, T>, "x and w must have one scalar type");
+  const auto xv = as_view(x);
+  const auto wv = as_view(w);
+  const auto fail = [&](const std::string& why) {
+    throw ShapeError("heed::conv2d: " + why + " (x " + to_string(xv.shape()) + ", w " + to_string(wv.shape()) +
+                     ", bias " + to_string(bias.shape()) + ", padding " + std::to_string(options.padding) +
+                     ", stride " + std::to_string(options.stride) + ")");
+  };
+  if (wv.size(1) != xv.size(1))
+    fail("w expects " + std::to_string(wv.size(1)) + " input channels, x has " + std::to_string(xv.size(1)));
+  if (!bias.empty() && bias.size(0) != wv.size(0)) fail("bias does not have one entry per output channel");
+  if (options.padding < 0 || options.stride < 1) fail("padding must be >= 0 and stride >= 1");
+  const index_t Ho = (xv.size(2) + 2 * options.padding - wv.size(2)) / options.stride + 1;
+  const index_t Wo = (xv.size(3) + 2 * options.padding - wv.size(3)) / options.stride + 1;
+  if (xv.size(2) + 2 * options.padding < wv.size(2) || xv.size(3) + 2 * options.padding < wv.size(3))
+    fail("the kernel is larger than the padded input");
+  Tensor<T, 4> out({xv.size(0), wv.size(0), Ho, Wo});
+  Tensor<T, 4> x_storage, w_storage;
+  const auto xd = contiguous(xv, x_storage);
+  const auto wd = contiguous(wv, w_storage);
+  if (out.numel() > 0)
+    kernels::conv2d_direct<T>(xd, wd, bias, out.view(), options.padding, options.stride, options.num_threads);
+  return out;
+}
+
+}  // namespace heed

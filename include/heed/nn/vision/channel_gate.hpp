@@ -1,0 +1,91 @@
+#pragma once
+// The squeeze-and-excitation gate shared by SEBlock and CBAM's channel attention:
+//   s = sigmoid(W2 · relu(W1 · mean_hw(x) + b1) + b2)        [B, C]
+// (Hu et al. 2018, https://arxiv.org/abs/1709.01507). The seeds' layout has no biases;
+// torchvision's SqueezeExcitation has them (1×1 convolutions fc1, fc2).
+
+#include <string>
+
+#include <Eigen/Core>
+
+#include "heed/core/eigen.hpp"
+#include "heed/core/error.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/nn/weights.hpp"
+#include "heed/simd/vector_ops.hpp"
+
+namespace heed::nn::vision {
+
+template <class Scalar>
+class ChannelGate {
+ public:
+  ChannelGate() = default;
+  ChannelGate(index_t channels, index_t hidden, std::uint64_t seed)
+      : w1_(torch_default_init<Scalar, 2>({hidden, channels}, channels, seed)),
+        b1_({hidden}),
+        w2_(torch_default_init<Scalar, 2>({channels, hidden}, hidden, seed + 1)),
+        b2_({channels}) {}
+
+  [[nodiscard]] index_t channels() const noexcept { return w1_.size(1); }
+  [[nodiscard]] index_t hidden() const noexcept { return w1_.size(0); }
+
+  /// nn.Sequential(Linear(C, C/r, bias=False), ReLU, Linear(C/r, C, bias=False), Sigmoid) at
+  /// `first` and `second` (e.g. "excitation.0.", "excitation.2.").
+  template <WeightSource S>
+  void load_linear(const Loader<S>& from, const std::string& first, const std::string& second) {
+    w1_ = from.template take<Scalar, 2>(first + "weight", {hidden(), channels()});
+    w2_ = from.template take<Scalar, 2>(second + "weight", {channels(), hidden()});
+    b1_ = Tensor<Scalar, 1>({hidden()});
+    b2_ = Tensor<Scalar, 1>({channels()});
+  }
+
+  /// torchvision.ops.SqueezeExcitation: fc1 / fc2, 1×1 convolutions with biases.
+  template <WeightSource S>
+  void load_torchvision(const Loader<S>& from) {
+    const auto fc1 = from.template take<Scalar, 4>("fc1.weight", {hidden(), channels(), 1, 1});
+    const auto fc2 = from.template take<Scalar, 4>("fc2.weight", {channels(), hidden(), 1, 1});
+    w1_ = Tensor<Scalar, 2>(fc1.view().reshape(Shape<2>{hidden(), channels()}));
+    w2_ = Tensor<Scalar, 2>(fc2.view().reshape(Shape<2>{channels(), hidden()}));
+    b1_ = from.template take<Scalar, 1>("fc1.bias", {hidden()});
+    b2_ = from.template take<Scalar, 1>("fc2.bias", {channels()});
+  }
+
+  /// pooled [B, C] → gate [B, C]
+  [[nodiscard]] Tensor<Scalar, 2> operator()(const Tensor<Scalar, 2>& pooled) const {
+    const index_t B = pooled.size(0);
+    Tensor<Scalar, 2> hidden_act({B, hidden()}), gate({B, channels()});
+    auto h = as_matrix(hidden_act);
+    h.noalias() = as_matrix(pooled) * as_matrix(w1_).transpose();
+    for (index_t b = 0; b < B; ++b) {
+      simd::add(b1_.data(), &hidden_act(b, 0), hidden());
+      simd::relu(&hidden_act(b, 0), &hidden_act(b, 0), hidden());
+    }
+    auto g = as_matrix(gate);
+    g.noalias() = as_matrix(hidden_act) * as_matrix(w2_).transpose();
+    for (index_t b = 0; b < B; ++b) {
+      simd::add(b2_.data(), &gate(b, 0), channels());
+      simd::sigmoid(&gate(b, 0), &gate(b, 0), channels());
+    }
+    return gate;
+  }
+
+ private:
+  Tensor<Scalar, 2> w1_;  // [hidden, C]
+  Tensor<Scalar, 1> b1_;  // [hidden], zeros in the seeds' layout
+  Tensor<Scalar, 2> w2_;  // [C, hidden]
+  Tensor<Scalar, 1> b2_;  // [C]
+};
+
+/// Throws ShapeError unless `channels` and `reduction` give a hidden size of at least 1.
+inline index_t excitation_hidden(const char* who, index_t channels, index_t reduction, index_t squeeze) {
+  if (channels < 1)
+    throw ShapeError(std::string("heed::nn::") + who + ": channels must be >= 1, got " + std::to_string(channels));
+  if (squeeze > 0) return squeeze;
+  if (reduction < 1 || reduction > channels)
+    throw ShapeError(std::string("heed::nn::") + who + ": reduction " + std::to_string(reduction) +
+                     " must be in [1, channels = " + std::to_string(channels) +
+                     "] (channels / reduction is the hidden size)");
+  return channels / reduction;
+}
+
+}  // namespace heed::nn::vision

@@ -1,0 +1,48 @@
+#pragma once
+// The spatial gate shared by SpatialAttention and CBAM (Woo et al. 2018,
+// https://arxiv.org/abs/1807.06521):  map = sigmoid(conv_k×k([mean_c(x), max_c(x)]))  [B, 1, H, W],
+// a 2 → 1 convolution with padding k/2 and no bias.
+
+#include <string>
+
+#include "heed/core/error.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/kernels/conv2d.hpp"
+#include "heed/nn/weights.hpp"
+#include "heed/simd/vector_ops.hpp"
+
+namespace heed::nn::vision {
+
+/// Throws ShapeError unless the kernel size is odd and positive (PyTorch's padding k/2 keeps
+/// the size only then).
+inline void check_kernel_size(const char* who, index_t k) {
+  if (k < 1 || k % 2 == 0)
+    throw ShapeError(std::string("heed::nn::") + who + ": kernel_size must be odd and >= 1, got " + std::to_string(k));
+}
+
+template <class Scalar>
+class SpatialGate {
+ public:
+  SpatialGate() = default;
+  SpatialGate(index_t kernel_size, std::uint64_t seed)
+      : weight_(torch_default_init<Scalar, 4>({1, 2, kernel_size, kernel_size}, 2 * kernel_size * kernel_size, seed)) {}
+
+  [[nodiscard]] index_t kernel_size() const noexcept { return weight_.size(2); }
+
+  template <WeightSource S>
+  void load(const Loader<S>& from, const std::string& name) {
+    weight_ = from.template take<Scalar, 4>(name, {1, 2, kernel_size(), kernel_size()});
+  }
+
+  /// mean_max [B, 2, H, W] → map [B, 1, H, W]
+  [[nodiscard]] Tensor<Scalar, 4> operator()(const Tensor<Scalar, 4>& mean_max) const {
+    auto map = conv2d(mean_max, weight_, {}, {.padding = kernel_size() / 2, .num_threads = 1});
+    simd::sigmoid(map.data(), map.data(), map.numel());
+    return map;
+  }
+
+ private:
+  Tensor<Scalar, 4> weight_;  // [1, 2, k, k]
+};
+
+}  // namespace heed::nn::vision

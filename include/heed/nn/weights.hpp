@@ -1,0 +1,153 @@
+#pragma once
+// Where modules get their parameters. A weight source is anything that hands out named
+// tensors: the safetensors reader, or TensorDict (an in-memory map, for tests and for
+// weights built in code). Modules load through a Loader, which checks every expected name and
+// shape once, names the parameter, the expected and the found shape in its errors, and in
+// strict mode reports the names under the prefix that no parameter used.
+
+#include <algorithm>
+#include <cmath>
+#include <concepts>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "heed/core/error.hpp"
+#include "heed/core/random.hpp"
+#include "heed/core/tensor.hpp"
+
+namespace heed::nn {
+
+/// What a module needs from a weights file: presence, names, and typed tensors
+/// (`get` throws ShapeError on a rank mismatch, FormatError on a dtype it cannot convert).
+template <class S>
+concept WeightSource = requires(const S& s, std::string_view name) {
+  { s.contains(name) } -> std::convertible_to<bool>;
+  { s.names() } -> std::convertible_to<std::vector<std::string>>;
+  s.template get<float, 2>(name);
+};
+
+/// Named tensors in memory, any rank, stored as double and converted on `get`.
+class TensorDict {
+ public:
+  template <class Scalar, std::size_t Rank>
+  TensorDict& set(std::string name, const TensorView<const Scalar, Rank>& tensor) {
+    Entry e;
+    e.shape.assign(tensor.shape().begin(), tensor.shape().end());
+    const Tensor<Scalar, Rank> dense(tensor);
+    e.data.assign(dense.data(), dense.data() + dense.numel());
+    entries_[std::move(name)] = std::move(e);
+    return *this;
+  }
+  template <class Scalar, std::size_t Rank>
+  TensorDict& set(std::string name, const Tensor<Scalar, Rank>& tensor) {
+    return set<Scalar, Rank>(std::move(name), tensor.view());
+  }
+
+  [[nodiscard]] bool contains(std::string_view name) const {
+    return entries_.find(std::string(name)) != entries_.end();
+  }
+
+  [[nodiscard]] std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& [name, entry] : entries_) out.push_back(name);
+    return out;
+  }
+
+  template <class Scalar, std::size_t Rank>
+  [[nodiscard]] Tensor<Scalar, Rank> get(std::string_view name) const {
+    const auto it = entries_.find(std::string(name));
+    if (it == entries_.end()) throw FormatError("heed::nn::TensorDict: no tensor named \"" + std::string(name) + "\"");
+    const Entry& e = it->second;
+    if (e.shape.size() != Rank)
+      throw ShapeError("heed::nn::TensorDict: tensor \"" + std::string(name) + "\" has rank " +
+                       std::to_string(e.shape.size()) + ", expected rank " + std::to_string(Rank));
+    Shape<Rank> shape{};
+    std::copy(e.shape.begin(), e.shape.end(), shape.begin());
+    Tensor<Scalar, Rank> out(shape);
+    for (index_t i = 0; i < out.numel(); ++i) out.data()[i] = static_cast<Scalar>(e.data[static_cast<std::size_t>(i)]);
+    return out;
+  }
+
+ private:
+  struct Entry {
+    std::vector<index_t> shape;
+    std::vector<double> data;
+  };
+  std::map<std::string, Entry, std::less<>> entries_;
+};
+
+struct LoadOptions {
+  bool strict = false;  ///< FormatError if the source holds names under the prefix that nothing loaded
+};
+
+/// Loads the parameters of one module (and its children, through `child`) from a source.
+template <WeightSource Source>
+class Loader {
+ public:
+  Loader(const Source& source, std::string prefix, LoadOptions options = {})
+      : source_(&source),
+        prefix_(std::move(prefix)),
+        options_(options),
+        used_(std::make_shared<std::set<std::string>>()) {}
+
+  [[nodiscard]] const std::string& prefix() const noexcept { return prefix_; }
+
+  /// A loader for a submodule: `child("self_attn.")` loads "prefix.self_attn.*".
+  [[nodiscard]] Loader child(const std::string& name) const {
+    Loader l(*source_, prefix_ + name, options_);
+    l.used_ = used_;
+    return l;
+  }
+
+  [[nodiscard]] bool has(std::string_view name) const { return source_->contains(prefix_ + std::string(name)); }
+
+  /// The parameter prefix + name, which must exist with exactly `expected` shape.
+  template <class Scalar, std::size_t Rank>
+  [[nodiscard]] Tensor<Scalar, Rank> take(std::string_view name, const Shape<Rank>& expected) const {
+    const std::string full = prefix_ + std::string(name);
+    if (!source_->contains(full))
+      throw FormatError("heed::nn: missing parameter \"" + full + "\" (expected shape " + to_string(expected) + ")");
+    Tensor<Scalar, Rank> t;
+    try {
+      t = source_->template get<Scalar, Rank>(full);
+    } catch (const ShapeError& e) {
+      throw ShapeError("heed::nn: parameter \"" + full + "\" expected shape " + to_string(expected) + ": " + e.what());
+    }
+    if (t.shape() != expected)
+      throw ShapeError("heed::nn: parameter \"" + full + "\" has shape " + to_string(t.shape()) + ", expected " +
+                       to_string(expected));
+    used_->insert(full);
+    return t;
+  }
+
+  /// Strict mode: FormatError listing every name under the prefix that nothing took.
+  void finish() const {
+    if (!options_.strict) return;
+    std::string unused;
+    for (const std::string& name : source_->names())
+      if (name.compare(0, prefix_.size(), prefix_) == 0 && !used_->count(name))
+        unused += (unused.empty() ? "" : ", ") + name;
+    if (!unused.empty()) throw FormatError("heed::nn: strict load under \"" + prefix_ + "\": unused tensors " + unused);
+  }
+
+ private:
+  const Source* source_;
+  std::string prefix_;
+  LoadOptions options_;
+  std::shared_ptr<std::set<std::string>> used_;
+};
+
+/// PyTorch's default initialization of nn.Linear and nn.Conv2d weights and biases:
+/// kaiming_uniform_(a = sqrt(5)) is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and so is the bias.
+/// Not PyTorch's random stream: the same distribution, from heed's seeded generator.
+template <class Scalar, std::size_t Rank>
+[[nodiscard]] Tensor<Scalar, Rank> torch_default_init(const Shape<Rank>& shape, index_t fan_in, std::uint64_t seed) {
+  const Scalar bound = fan_in > 0 ? Scalar(1) / std::sqrt(Scalar(fan_in)) : Scalar(0);
+  return uniform<Scalar, Rank>(shape, -bound, bound, seed);
+}
+
+}  // namespace heed::nn

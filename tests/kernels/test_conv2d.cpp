@@ -1,0 +1,85 @@
+// conv2d and the pooling reductions against naive double references.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "heed/core/random.hpp"
+#include "heed/kernels/conv2d.hpp"
+#include "heed/kernels/pooling.hpp"
+#include "reference/conv2d.hpp"
+#include "reference/softmax.hpp"
+#include "support/compare.hpp"
+
+namespace {
+
+using heed::index_t;
+using heed::Tensor;
+
+template <class T>
+class Conv2d : public ::testing::Test {};
+using Scalars = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(Conv2d, Scalars);
+
+TYPED_TEST(Conv2d, MatchesTheReferenceOverKernelsPaddingsAndStrides) {
+  using T = TypeParam;
+  const heed::test::Tolerance tol =
+      sizeof(T) == 8 ? heed::test::Tolerance{1e-12, 1e-12} : heed::test::Tolerance{1e-5, 1e-5};
+  std::uint64_t seed = 1;
+  for (index_t k : {1, 3, 7})
+    for (auto [H, W] : {std::pair<index_t, index_t>{7, 9}, {13, 5}, {32, 32}, {1, 17}})
+      for (index_t pad : {index_t{0}, k / 2, k})
+        for (index_t stride : {1, 2}) {
+          if (H + 2 * pad < k || W + 2 * pad < k) continue;
+          const auto x = heed::randn<T>({2, 3, H, W}, seed++);
+          const auto w = heed::randn<T>({4, 3, k, k}, seed++);
+          const auto bias = heed::randn<T>({4}, seed++);
+          const bool with_bias = seed % 2 == 0;
+          const auto got = heed::conv2d(x, w, with_bias ? bias.view() : heed::TensorView<const T, 1>{},
+                                        {.padding = pad, .stride = stride});
+          const auto expected =
+              heed::reference::conv2d(heed::reference::to_double(x), heed::reference::to_double(w),
+                                      with_bias ? heed::reference::to_double(bias) : Tensor<double, 1>(), pad, stride);
+          EXPECT_TRUE(heed::test::all_close(got, expected, tol))
+              << "k " << k << ", " << H << "x" << W << ", pad " << pad << ", stride " << stride;
+        }
+}
+
+TEST(Conv2dErrors, NameTheShapes) {
+  const auto x = heed::randn<float>({1, 3, 5, 5}, 1);
+  try {
+    (void)heed::conv2d(x, heed::randn<float>({2, 4, 3, 3}, 2));
+    FAIL();
+  } catch (const heed::ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("w expects 4 input channels, x has 3"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)heed::conv2d(x, heed::randn<float>({2, 3, 7, 7}, 2)), heed::ShapeError);
+  EXPECT_THROW((void)heed::conv2d(x, heed::randn<float>({2, 3, 3, 3}, 2), {}, {.stride = 0}), heed::ShapeError);
+  const auto bias = heed::randn<float>({3}, 3);
+  EXPECT_THROW((void)heed::conv2d(x, heed::randn<float>({2, 3, 3, 3}, 2), bias.view()), heed::ShapeError);
+}
+
+TEST(Pooling, GlobalAveragesAndChannelMeanMax) {
+  const auto x = heed::randn<double>({2, 5, 7, 9}, 4);
+  const auto avg = heed::global_avg_pool(x);
+  const auto mm = heed::channel_mean_max(x.view().narrow(1, 1, 5));  // a strided input
+  for (index_t b = 0; b < 2; ++b) {
+    for (index_t c = 0; c < 5; ++c) {
+      double s = 0;
+      for (index_t i = 0; i < 7; ++i)
+        for (index_t j = 0; j < 9; ++j) s += x(b, c, i, j);
+      EXPECT_NEAR(avg(b, c), s / 63, 1e-14);
+    }
+    for (index_t i = 0; i < 7; ++i)
+      for (index_t j = 0; j < 9; ++j) {
+        double s = 0, m = -INFINITY;
+        for (index_t c = 1; c < 5; ++c) {
+          s += x(b, c, i, j);
+          m = std::max(m, x(b, c, i, j));
+        }
+        EXPECT_NEAR(mm(b, 0, i, j), s / 4, 1e-14);
+        EXPECT_EQ(mm(b, 1, i, j), m);
+      }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,52 @@
+#include <gtest/gtest.h>
+
+#include "heed/core/random.hpp"
+#include "heed/io/safetensors.hpp"
+#include "heed/nn/weights.hpp"
+#include "support/compare.hpp"
+
+namespace {
+
+using heed::nn::Loader;
+using heed::nn::TensorDict;
+
+static_assert(heed::nn::WeightSource<TensorDict>);
+static_assert(heed::nn::WeightSource<heed::io::SafeTensors>);
+
+TEST(Loader, TakesCheckedParametersAndReportsUnusedInStrictMode) {
+  TensorDict d;
+  d.set("layer.weight", heed::randn<float>({3, 4}, 1)).set("layer.bias", heed::randn<float>({3}, 2));
+  d.set("layer.extra", heed::randn<float>({1}, 3)).set("other.weight", heed::randn<float>({1}, 4));
+  const Loader<TensorDict> from(d, "layer.", {.strict = true});
+  const auto w = from.take<float, 2>("weight", {3, 4});
+  EXPECT_TRUE(heed::test::all_close(w, d.get<float, 2>("layer.weight"), {0, 0}));
+  (void)from.take<double, 1>("bias", {3});
+  try {
+    from.finish();
+    FAIL();
+  } catch (const heed::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("unused tensors layer.extra"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("other.weight"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(((void)from.take<float, 2>("weight", {4, 3})), heed::ShapeError);
+  EXPECT_THROW(((void)from.take<float, 3>("weight", {3, 4, 1})), heed::ShapeError);
+  EXPECT_THROW(((void)from.take<float, 1>("missing", {3})), heed::FormatError);
+  const Loader<TensorDict> lenient(d, "layer.");
+  EXPECT_NO_THROW(lenient.finish());
+  EXPECT_EQ(from.child("sub.").prefix(), "layer.sub.");
+}
+
+TEST(Loader, DefaultInitMatchesPyTorchsBounds) {
+  const auto w = heed::nn::torch_default_init<float, 2>({64, 100}, 100, 7);
+  float lo = 1, hi = -1;
+  for (heed::index_t i = 0; i < w.numel(); ++i) {
+    lo = std::min(lo, w.data()[i]);
+    hi = std::max(hi, w.data()[i]);
+  }
+  EXPECT_GE(lo, -0.1f);
+  EXPECT_LE(hi, 0.1f);
+  EXPECT_LT(lo, -0.09f);  // the whole range is used
+  EXPECT_GT(hi, 0.09f);
+}
+
+}  // namespace

@@ -169,4 +169,32 @@ TYPED_TEST(VectorOps, TanhSigmoidReluGelu) {
   }
 }
 
+TYPED_TEST(VectorOps, ElementwiseAndFusedOps) {
+  using T = TypeParam;
+  for (index_t n : lengths) {
+    const auto x = data<T>(n, 7), y = data<T>(n, 8), v = data<T>(n, 9);
+    auto sum = y, mx = y, prod = y, fused = y, scaled = y, s2 = y, m2 = y;
+    heed::simd::add(x.data(), sum.data(), n);
+    heed::simd::maximum(x.data(), mx.data(), n);
+    heed::simd::multiply(x.data(), y.data(), prod.data(), n);
+    heed::simd::multiply_scaled(T(1.5), x.data(), y.data(), fused.data(), n);
+    heed::simd::scale_into(T(-2), x.data(), scaled.data(), n);
+    heed::simd::scaled_sum_max(T(0.5), x.data(), s2.data(), m2.data(), n);
+    double td = 0;
+    for (index_t i = 0; i < n; ++i) {
+      EXPECT_EQ(sum[i], y[i] + x[i]);
+      EXPECT_EQ(mx[i], std::max(y[i], x[i]));
+      EXPECT_EQ(prod[i], x[i] * y[i]);
+      EXPECT_NEAR(fused[i], 1.5 * double(x[i]) * double(y[i]),
+                  4 * std::numeric_limits<T>::epsilon() * std::abs(fused[i]));
+      EXPECT_EQ(scaled[i], T(-2) * x[i]);
+      EXPECT_EQ(s2[i], y[i] + T(0.5) * x[i]);
+      EXPECT_EQ(m2[i], std::max(y[i], T(0.5) * x[i]));
+      td += double(v[i]) * std::tanh(double(x[i]) + double(y[i]));
+    }
+    EXPECT_NEAR(heed::simd::tanh_dot(x.data(), y.data(), v.data(), n), td,
+                sum_tolerance<T>(n) * (1 + std::abs(td)) * 4);
+  }
+}
+
 }  // namespace

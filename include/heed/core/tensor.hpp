@@ -26,15 +26,20 @@ struct AlignedDelete {
 };
 
 template <class Scalar>
-std::unique_ptr<Scalar, AlignedDelete> aligned_zeros(index_t count) {
+std::unique_ptr<Scalar, AlignedDelete> aligned_storage(index_t count, bool zero) {
   if (count == 0) return nullptr;
   const auto bytes = static_cast<std::size_t>(count) * sizeof(Scalar);
   void* raw = ::operator new (bytes, std::align_val_t{tensor_alignment});
-  std::memset(raw, 0, bytes);  // all-zero bytes are 0 for every arithmetic type heed uses
+  if (zero) std::memset(raw, 0, bytes);  // all-zero bytes are 0 for every arithmetic type heed uses
   return std::unique_ptr<Scalar, AlignedDelete>(static_cast<Scalar*>(raw));
 }
 
 }  // namespace detail
+
+/// Tag for a Tensor whose elements are left uninitialized, for outputs a kernel overwrites
+/// entirely (zero-filling them first would cost one more pass over memory).
+struct Uninitialized {};
+inline constexpr Uninitialized uninitialized{};
 
 template <class Scalar, std::size_t Rank>
 class Tensor {
@@ -49,17 +54,22 @@ class Tensor {
   Tensor() = default;
 
   /// A zero-filled tensor of `shape`. Negative extents are a ShapeError.
-  explicit Tensor(const Shape<Rank>& shape) : shape_(checked(shape)), data_(detail::aligned_zeros<Scalar>(numel())) {}
+  explicit Tensor(const Shape<Rank>& shape)
+      : shape_(checked(shape)), data_(detail::aligned_storage<Scalar>(numel(), true)) {}
+
+  /// A tensor of `shape` whose elements are indeterminate until written.
+  Tensor(const Shape<Rank>& shape, Uninitialized)
+      : shape_(checked(shape)), data_(detail::aligned_storage<Scalar>(numel(), false)) {}
 
   /// A tensor of `shape` with every element `value`.
-  Tensor(const Shape<Rank>& shape, Scalar value) : Tensor(shape) { std::fill_n(data(), numel(), value); }
+  Tensor(const Shape<Rank>& shape, Scalar value) : Tensor(shape, uninitialized) { std::fill_n(data(), numel(), value); }
 
   /// A deep copy of any view of the same rank (contiguous or strided).
   template <class Other>
   requires std::is_same_v<std::remove_const_t<Other>, Scalar>
-  explicit Tensor(const TensorView<Other, Rank>& view) : Tensor(view.shape()) { copy_from(view); }
+  explicit Tensor(const TensorView<Other, Rank>& view) : Tensor(view.shape(), uninitialized) { copy_from(view); }
 
-  Tensor(const Tensor& other) : Tensor(other.shape_) { std::copy_n(other.data(), numel(), data()); }
+  Tensor(const Tensor& other) : Tensor(other.shape_, uninitialized) { std::copy_n(other.data(), numel(), data()); }
   Tensor& operator=(const Tensor& other) {
     if (this != &other) *this = Tensor(other);
     return *this;

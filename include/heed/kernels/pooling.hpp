@@ -32,24 +32,17 @@ template <class T>
 void channel_mean_max(const T* x, index_t C, index_t plane, T* mean, T* max) noexcept {
   std::copy(x, x + plane, mean);
   std::copy(x, x + plane, max);
-  for (index_t c = 1; c < C; ++c) {
-    simd::add(x + c * plane, mean, plane);
-    simd::maximum(x + c * plane, max, plane);
-  }
+  for (index_t c = 1; c < C; ++c) simd::scaled_sum_max(T(1), x + c * plane, mean, max, plane);
   simd::scale(T(1) / T(C), mean, plane);
 }
 
 /// The same for the channels scaled first, x_c · scale[c], without materializing them:
-/// CBAM's spatial attention sees the channel-attended tensor. `tmp` holds one plane.
+/// CBAM's spatial attention sees the channel-attended tensor.
 template <class T>
-void scaled_channel_mean_max(const T* x, const T* scale, index_t C, index_t plane, T* mean, T* max, T* tmp) noexcept {
+void scaled_channel_mean_max(const T* x, const T* scale, index_t C, index_t plane, T* mean, T* max) noexcept {
   simd::scale_into(scale[0], x, mean, plane);
   std::copy(mean, mean + plane, max);
-  for (index_t c = 1; c < C; ++c) {
-    simd::scale_into(scale[c], x + c * plane, tmp, plane);
-    simd::add(tmp, mean, plane);
-    simd::maximum(tmp, max, plane);
-  }
+  for (index_t c = 1; c < C; ++c) simd::scaled_sum_max(scale[c], x + c * plane, mean, max, plane);
   simd::scale(T(1) / T(C), mean, plane);
 }
 

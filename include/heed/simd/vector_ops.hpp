@@ -164,6 +164,37 @@ inline void multiply(const T* x, const T* y, T* z, index_t n) noexcept {
   for (; i < n; ++i) z[i] = x[i] * y[i];
 }
 
+/// z[i] = a · x[i] · y[i]
+template <class T>
+inline void multiply_scaled(T a, const T* x, const T* y, T* z, index_t n) noexcept {
+  using detail::full_batches;
+  using detail::lanes;
+  index_t i = 0;
+  const auto va = simd::broadcast(a);
+  for (; i < full_batches<T>(n); i += lanes<T>) simd::store(z + i, va * simd::load(x + i) * simd::load(y + i));
+  for (; i < n; ++i) z[i] = a * x[i] * y[i];
+}
+
+/// v = a · x[i]; sum[i] += v; max[i] = max(max[i], v): one channel's step of a scaled
+/// mean-and-max reduction over channels, in one pass.
+template <class T>
+inline void scaled_sum_max(T a, const T* x, T* sum, T* max, index_t n) noexcept {
+  using detail::full_batches;
+  using detail::lanes;
+  index_t i = 0;
+  const auto va = simd::broadcast(a);
+  for (; i < full_batches<T>(n); i += lanes<T>) {
+    const auto v = va * simd::load(x + i);
+    simd::store(sum + i, simd::load(sum + i) + v);
+    simd::store(max + i, simd::max(simd::load(max + i), v));
+  }
+  for (; i < n; ++i) {
+    const T v = a * x[i];
+    sum[i] += v;
+    max[i] = std::max(max[i], v);
+  }
+}
+
 /// y[i] = a · x[i]
 template <class T>
 inline void scale_into(T a, const T* x, T* y, index_t n) noexcept {

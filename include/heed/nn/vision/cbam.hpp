@@ -4,7 +4,7 @@
 //   ca = sigmoid(W2 relu(W1 avgpool(x)))            [B, C]
 //   sa = sigmoid(conv([mean_c(x·ca), max_c(x·ca)]))  [B, 1, H, W]
 //   y  = x · ca · sa
-// x·ca is never materialized: three passes over x in all (pool, reduce, scale).
+// x·ca is never materialized; each sample is pooled, reduced and scaled while it is in cache.
 // State dict: channel_attn.2.weight [C/r, C], channel_attn.4.weight [C, C/r],
 // spatial_attn.0.weight [1, 2, k, k].
 
@@ -18,6 +18,7 @@
 #include "heed/nn/vision/se_block.hpp"
 #include "heed/nn/vision/spatial_attention.hpp"
 #include "heed/nn/vision/spatial_gate.hpp"
+#include "heed/nn/vision/vision_detail.hpp"
 #include "heed/nn/weights.hpp"
 
 namespace heed::nn {
@@ -60,20 +61,22 @@ class CBAM {
   [[nodiscard]] CBAMResult<Scalar> forward(const X& x) const {
     Tensor<Scalar, 4> storage;
     const auto in = vision::detail::dense_input<Scalar>(x, options_.channels, "CBAM", storage);
-    const index_t B = in.size(0), C = in.size(1), plane = in.size(2) * in.size(3);
-    CBAMResult<Scalar> r;
-    r.channel_weights = channel_(global_avg_pool(in));
-    Tensor<Scalar, 4> mean_max({B, 2, in.size(2), in.size(3)});
-    std::vector<std::vector<Scalar>> tmp(static_cast<std::size_t>(std::max(1, num_threads())),
-                                         std::vector<Scalar>(static_cast<std::size_t>(plane)));
-    parallel_for(B, 0, [&](index_t b, int worker) {
-      kernels::scaled_channel_mean_max(in.data() + b * C * plane, &r.channel_weights(b, 0), C, plane,
-                                       &mean_max(b, 0, 0, 0), &mean_max(b, 1, 0, 0),
-                                       tmp[static_cast<std::size_t>(worker)].data());
+    const index_t B = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3), plane = H * W;
+    CBAMResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 2>({B, C}),
+                         Tensor<Scalar, 4>({B, 1, H, W})};
+    // scratch: pooled [C], hidden [C], mean/max [2, plane]
+    vision::detail::for_each_sample<Scalar>(B, 2 * C + 2 * plane, [&](index_t b, Scalar* scratch) {
+      const Scalar* xb = in.data() + b * C * plane;
+      Scalar* ca = &r.channel_weights(b, 0);
+      Scalar* sa = &r.spatial_map(b, 0, 0, 0);
+      Scalar* mean_max = scratch + 2 * C;
+      for (index_t c = 0; c < C; ++c) scratch[c] = simd::sum(xb + c * plane, plane) / Scalar(plane);
+      channel_.row(scratch, scratch + C, ca);
+      kernels::scaled_channel_mean_max(xb, ca, C, plane, mean_max, mean_max + plane);
+      spatial_.row(mean_max, H, W, sa);
+      for (index_t c = 0; c < C; ++c)
+        simd::multiply_scaled(ca[c], xb + c * plane, sa, r.output.data() + (b * C + c) * plane, plane);
     });
-    r.spatial_map = spatial_(mean_max);
-    r.output = Tensor<Scalar, 4>(in.shape());
-    vision::detail::scale_positions<Scalar>(in, r.channel_weights.data(), r.spatial_map, r.output);
     return r;
   }
 

@@ -50,23 +50,18 @@ class ChannelGate {
     b2_ = from.template take<Scalar, 1>("fc2.bias", {channels()});
   }
 
-  /// pooled [B, C] → gate [B, C]
-  [[nodiscard]] Tensor<Scalar, 2> operator()(const Tensor<Scalar, 2>& pooled) const {
-    const index_t B = pooled.size(0);
-    Tensor<Scalar, 2> hidden_act({B, hidden()}), gate({B, channels()});
-    auto h = as_matrix(hidden_act);
-    h.noalias() = as_matrix(pooled) * as_matrix(w1_).transpose();
-    for (index_t b = 0; b < B; ++b) {
-      simd::add(b1_.data(), &hidden_act(b, 0), hidden());
-      simd::relu(&hidden_act(b, 0), &hidden_act(b, 0), hidden());
-    }
-    auto g = as_matrix(gate);
-    g.noalias() = as_matrix(hidden_act) * as_matrix(w2_).transpose();
-    for (index_t b = 0; b < B; ++b) {
-      simd::add(b2_.data(), &gate(b, 0), channels());
-      simd::sigmoid(&gate(b, 0), &gate(b, 0), channels());
-    }
-    return gate;
+  /// One sample: pooled [C] → gate [C]; `hidden_scratch` holds hidden() values.
+  void row(const Scalar* pooled, Scalar* hidden_scratch, Scalar* gate) const {
+    using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+    const Eigen::Map<const Vector> p(pooled, channels());
+    Eigen::Map<Vector> h(hidden_scratch, hidden());
+    Eigen::Map<Vector> g(gate, channels());
+    h.noalias() = as_matrix(w1_) * p;
+    simd::add(b1_.data(), hidden_scratch, hidden());
+    simd::relu(hidden_scratch, hidden_scratch, hidden());
+    g.noalias() = as_matrix(w2_) * h;
+    simd::add(b2_.data(), gate, channels());
+    simd::sigmoid(gate, gate, channels());
   }
 
  private:

@@ -3,7 +3,7 @@
 //   y = x · sigmoid(W2 relu(W1 avgpool(x)))       x, y [B, C, H, W]
 // Loads the seed's state_dict (excitation.0.weight [C/r, C], excitation.2.weight [C, C/r])
 // or torchvision's SqueezeExcitation (fc1.weight/bias, fc2.weight/bias as 1×1 convolutions).
-// Two passes over x: one to pool, one to scale; memory-bound by design.
+// Per sample: pool, gate, scale; the sample stays in cache between the two reads.
 
 #include <string>
 
@@ -12,6 +12,7 @@
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/pooling.hpp"
 #include "heed/nn/vision/channel_gate.hpp"
+#include "heed/nn/vision/vision_detail.hpp"
 #include "heed/nn/weights.hpp"
 #include "heed/simd/vector_ops.hpp"
 
@@ -30,33 +31,6 @@ struct ChannelAttentionResult {
   Tensor<Scalar, 4> output;
   Tensor<Scalar, 2> channel_weights;
 };
-
-namespace vision::detail {
-
-// y[b, c] = x[b, c] · gate[b, c], plane by plane.
-template <class Scalar>
-void scale_channels(const TensorView<const Scalar, 4>& x, const Tensor<Scalar, 2>& gate, Tensor<Scalar, 4>& y) {
-  const index_t C = x.size(1), plane = x.size(2) * x.size(3);
-  parallel_for(x.size(0) * C, 0, [&](index_t bc, int) {
-    simd::scale_into(gate.data()[bc], x.data() + bc * plane, y.data() + bc * plane, plane);
-  });
-}
-
-// The validated, contiguous input of a vision module (a copy only when x is strided).
-template <class Scalar, class X>
-TensorView<const Scalar, 4> dense_input(const X& x, index_t channels, const char* who, Tensor<Scalar, 4>& storage) {
-  static_assert(rank_of<X> == 4, "vision modules take x [B, C, H, W]");
-  static_assert(std::is_same_v<scalar_of<X>, Scalar>, "the input's scalar type must be the module's");
-  const auto v = as_view(x);
-  if (channels > 0 && v.size(1) != channels)
-    throw ShapeError(std::string("heed::nn::") + who + ": expects " + std::to_string(channels) + " channels, got x " +
-                     to_string(v.shape()));
-  if (v.size(1) < 1)
-    throw ShapeError(std::string("heed::nn::") + who + ": x " + to_string(v.shape()) + " has no channels");
-  return contiguous(v, storage);
-}
-
-}  // namespace vision::detail
 
 template <class Scalar = float>
 class SEBlock {
@@ -87,8 +61,16 @@ class SEBlock {
   [[nodiscard]] ChannelAttentionResult<Scalar> forward(const X& x) const {
     Tensor<Scalar, 4> storage;
     const auto in = vision::detail::dense_input<Scalar>(x, options_.channels, "SEBlock", storage);
-    ChannelAttentionResult<Scalar> r{Tensor<Scalar, 4>(in.shape()), gate_(global_avg_pool(in))};
-    vision::detail::scale_channels(in, r.channel_weights, r.output);
+    const index_t B = in.size(0), C = in.size(1), plane = in.size(2) * in.size(3);
+    ChannelAttentionResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 2>({B, C})};
+    vision::detail::for_each_sample<Scalar>(B, 2 * C, [&](index_t b, Scalar* scratch) {
+      const Scalar* xb = in.data() + b * C * plane;
+      Scalar* gate = &r.channel_weights(b, 0);
+      for (index_t c = 0; c < C; ++c) scratch[c] = simd::sum(xb + c * plane, plane) / Scalar(plane);
+      gate_.row(scratch, scratch + C, gate);
+      for (index_t c = 0; c < C; ++c)
+        simd::scale_into(gate[c], xb + c * plane, r.output.data() + (b * C + c) * plane, plane);
+    });
     return r;
   }
 

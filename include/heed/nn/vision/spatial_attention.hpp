@@ -8,7 +8,7 @@
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/pooling.hpp"
-#include "heed/nn/vision/se_block.hpp"
+#include "heed/nn/vision/vision_detail.hpp"
 #include "heed/nn/vision/spatial_gate.hpp"
 #include "heed/nn/weights.hpp"
 #include "heed/simd/vector_ops.hpp"
@@ -26,22 +26,6 @@ struct SpatialAttentionResult {
   Tensor<Scalar, 4> output;
   Tensor<Scalar, 4> spatial_map;
 };
-
-namespace vision::detail {
-
-// y[b, c] = x[b, c] · scale[b, c] · map[b] (scale may be null: 1).
-template <class Scalar>
-void scale_positions(const TensorView<const Scalar, 4>& x, const Scalar* scale, const Tensor<Scalar, 4>& map,
-                     Tensor<Scalar, 4>& y) {
-  const index_t C = x.size(1), plane = x.size(2) * x.size(3);
-  parallel_for(x.size(0) * C, 0, [&](index_t bc, int) {
-    Scalar* out = y.data() + bc * plane;
-    simd::multiply(x.data() + bc * plane, map.data() + (bc / C) * plane, out, plane);
-    if (scale) simd::scale(scale[bc], out, plane);
-  });
-}
-
-}  // namespace vision::detail
 
 template <class Scalar = float>
 class SpatialAttention {
@@ -63,8 +47,15 @@ class SpatialAttention {
   [[nodiscard]] SpatialAttentionResult<Scalar> forward(const X& x) const {
     Tensor<Scalar, 4> storage;
     const auto in = vision::detail::dense_input<Scalar>(x, 0, "SpatialAttention", storage);
-    SpatialAttentionResult<Scalar> r{Tensor<Scalar, 4>(in.shape()), gate_(channel_mean_max(in))};
-    vision::detail::scale_positions<Scalar>(in, nullptr, r.spatial_map, r.output);
+    const index_t B = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3), plane = H * W;
+    SpatialAttentionResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 4>({B, 1, H, W})};
+    vision::detail::for_each_sample<Scalar>(B, 2 * plane, [&](index_t b, Scalar* mean_max) {
+      const Scalar* xb = in.data() + b * C * plane;
+      Scalar* map = &r.spatial_map(b, 0, 0, 0);
+      kernels::channel_mean_max(xb, C, plane, mean_max, mean_max + plane);
+      gate_.row(mean_max, H, W, map);
+      for (index_t c = 0; c < C; ++c) simd::multiply(xb + c * plane, map, r.output.data() + (b * C + c) * plane, plane);
+    });
     return r;
   }
 

@@ -34,11 +34,12 @@ class SpatialGate {
     weight_ = from.template take<Scalar, 4>(name, {1, 2, kernel_size(), kernel_size()});
   }
 
-  /// mean_max [B, 2, H, W] → map [B, 1, H, W]
-  [[nodiscard]] Tensor<Scalar, 4> operator()(const Tensor<Scalar, 4>& mean_max) const {
-    auto map = conv2d(mean_max, weight_, {}, {.padding = kernel_size() / 2, .num_threads = 1});
-    simd::sigmoid(map.data(), map.data(), map.numel());
-    return map;
+  /// One sample: mean_max [2, H, W] → map [H, W] (contiguous).
+  void row(const Scalar* mean_max, index_t H, index_t W, Scalar* map) const {
+    const TensorView<const Scalar, 4> in(mean_max, {1, 2, H, W});
+    kernels::conv2d_direct<Scalar>(in, weight_.view(), {}, TensorView<Scalar, 4>(map, {1, 1, H, W}), kernel_size() / 2,
+                                   1, 1);
+    simd::sigmoid(map, map, H * W);
   }
 
  private:

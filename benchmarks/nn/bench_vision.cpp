@@ -1,0 +1,67 @@
+// SE, spatial attention and CBAM on the seed's [4, 256, 32, 32] float tensor (4 MiB), against a
+// plain copy of a tensor of the same size in the same binary. These modules are memory-bound:
+// each reads x to reduce it and reads it again to write y, so GB/s counts the bytes of x read
+// once and y written once (as the copy does), and the copy's GB/s is the ceiling.
+//   cmake --workflow --preset release && build/release/benchmarks/heed_bench_nn_vision
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+
+#include "heed/core/random.hpp"
+#include "heed/nn.hpp"
+
+namespace {
+
+using heed::index_t;
+const heed::Shape<4> shape{4, 256, 32, 32};
+
+void set_counters(benchmark::State& state) {
+  const double bytes = 2.0 * double(heed::numel(shape)) * sizeof(float);
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["images/s"] = benchmark::Counter(double(shape[0]), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_copy(benchmark::State& state) {
+  heed::set_num_threads(static_cast<int>(state.range(0)));
+  const auto x = heed::randn<float>(shape, 1);
+  heed::Tensor<float, 4> y(shape);
+  for (auto _ : state) {
+    heed::parallel_for(shape[0] * shape[1], 0, [&](index_t bc, int) {
+      const index_t plane = shape[2] * shape[3];
+      std::copy_n(x.data() + bc * plane, plane, y.data() + bc * plane);
+    });
+    benchmark::ClobberMemory();
+  }
+  set_counters(state);
+}
+
+template <class Module>
+void run(benchmark::State& state, const Module& module) {
+  const auto x = heed::randn<float>(shape, 1);
+  for (auto _ : state) {
+    auto y = module(x);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_counters(state);
+}
+
+void BM_se(benchmark::State& state) {
+  heed::set_num_threads(static_cast<int>(state.range(0)));
+  run(state, heed::nn::SEBlock<float>({.channels = 256, .reduction = 16}));
+}
+void BM_spatial(benchmark::State& state) {
+  heed::set_num_threads(static_cast<int>(state.range(0)));
+  run(state, heed::nn::SpatialAttention<float>({.kernel_size = 7}));
+}
+void BM_cbam(benchmark::State& state) {
+  heed::set_num_threads(static_cast<int>(state.range(0)));
+  run(state, heed::nn::CBAM<float>({.channels = 256, .reduction = 16, .kernel_size = 7}));
+}
+
+BENCHMARK(BM_copy)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_se)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_spatial)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_cbam)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+
+}  // namespace

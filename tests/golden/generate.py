@@ -286,6 +286,115 @@ def vision_seed_shapes():
     save("vision_seed_shapes", t)
 
 
+def _mha_case(t, name, mha, query, key, value, **kwargs):
+    """Runs nn.MultiheadAttention (eval, no grad) with averaged and per-head weights."""
+    with torch.no_grad():
+        out, w_avg = mha(query, key, value, need_weights=True, average_attn_weights=True, **kwargs)
+        _, w_heads = mha(query, key, value, need_weights=True, average_attn_weights=False, **kwargs)
+    t.update(_prefixed(name + ".module.", mha))
+    t.update({name + ".query": query, name + ".key": key, name + ".value": value,
+              name + ".output": out, name + ".weights_avg": w_avg, name + ".weights_heads": w_heads})
+
+
+@fixture
+def multihead_attention():
+    """torch.nn.MultiheadAttention (batch_first) with E = 24, H = 3 and odd lengths."""
+    torch.manual_seed(7)
+    E, H, B = 24, 3, 2
+    t = {}
+    mha = torch.nn.MultiheadAttention(E, H, batch_first=True).eval()
+    x = torch.randn(B, 7, E)
+    pad = torch.zeros(B, 7, dtype=torch.bool)
+    pad[1, 5:] = True
+    t["self.key_padding_mask"] = pad
+    _mha_case(t, "self", mha, x, x, x, key_padding_mask=pad)
+
+    cross = torch.nn.MultiheadAttention(E, H, kdim=16, vdim=20, batch_first=True).eval()
+    _mha_case(t, "cross", cross, torch.randn(B, 7, E), torch.randn(B, 13, 16), torch.randn(B, 13, 20))
+
+    extra = torch.nn.MultiheadAttention(E, H, add_bias_kv=True, add_zero_attn=True, batch_first=True).eval()
+    mask = torch.rand(7, 13) > 0.7            # True = NOT allowed (PyTorch's bool attn_mask)
+    mask[:, 0] = False
+    t["extra.attn_mask"] = mask
+    _mha_case(t, "extra", extra, torch.randn(B, 7, E), torch.randn(B, 13, E), torch.randn(B, 13, E), attn_mask=mask)
+
+    biased = torch.nn.MultiheadAttention(E, H, bias=False, batch_first=True).eval()
+    bias = torch.randn(B * H, 7, 13)
+    t["biased.attn_bias"] = bias
+    y = torch.randn(B, 13, E)
+    _mha_case(t, "biased", biased, torch.randn(B, 7, E), y, y, attn_mask=bias)
+
+    causal = torch.triu(torch.ones(13, 13, dtype=torch.bool), diagonal=1)
+    z = torch.randn(B, 13, E)
+    _mha_case(t, "causal", mha, z, z, z, attn_mask=causal)
+
+    full = torch.zeros(B, 7, dtype=torch.bool)
+    full[1, :] = True                          # every key of batch 1 is padding: NaN in 1.13
+    t["masked.key_padding_mask"] = full
+    _mha_case(t, "masked", mha, x, x, x, key_padding_mask=full)
+    save("multihead_attention", t)
+
+
+class SeedEncoderLayer(torch.nn.Module):
+    """Seed 000 §5.1's pre-norm TransformerEncoderLayer, verbatim."""
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1):
+        super().__init__()
+        self.self_attn = torch.nn.MultiheadAttention(d_model, n_heads, dropout=dropout, batch_first=True)
+        self.ffn = torch.nn.Sequential(torch.nn.Linear(d_model, d_ff), torch.nn.GELU(), torch.nn.Dropout(dropout),
+                                       torch.nn.Linear(d_ff, d_model))
+        self.norm1 = torch.nn.LayerNorm(d_model)
+        self.norm2 = torch.nn.LayerNorm(d_model)
+        self.dropout = torch.nn.Dropout(dropout)
+
+    def forward(self, x, key_padding_mask=None):
+        residual = x
+        x = self.norm1(x)
+        attn_out, _ = self.self_attn(x, x, x, key_padding_mask=key_padding_mask)
+        x = residual + self.dropout(attn_out)
+        residual = x
+        x = self.norm2(x)
+        return residual + self.dropout(self.ffn(x))
+
+
+class SeedEncoder(torch.nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, num_layers, dropout=0.1):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([SeedEncoderLayer(d_model, n_heads, d_ff, dropout) for _ in range(num_layers)])
+        self.final_norm = torch.nn.LayerNorm(d_model)
+
+    def forward(self, x, key_padding_mask=None):
+        for layer in self.layers:
+            x = layer(x, key_padding_mask)
+        return self.final_norm(x)
+
+
+@fixture
+def transformer_encoder():
+    """nn.TransformerEncoderLayer / nn.TransformerEncoder (relu post-norm, gelu pre-norm) and the seed's encoder."""
+    torch.manual_seed(8)
+    E, H, F, B, L = 24, 3, 40, 2, 13
+    x = torch.randn(B, L, E)
+    pad = torch.zeros(B, L, dtype=torch.bool)
+    pad[0, 10:] = True
+    t = {"x": x, "pad": pad}
+    post = torch.nn.TransformerEncoderLayer(E, H, F, batch_first=True).eval()
+    pre = torch.nn.TransformerEncoderLayer(E, H, F, activation="gelu", norm_first=True, batch_first=True).eval()
+    enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(E, H, F, activation="gelu", batch_first=True),
+                                      num_layers=2, norm=torch.nn.LayerNorm(E)).eval()
+    seed = SeedEncoder(E, H, F, 2).eval()
+    with torch.no_grad():
+        t["post.output"] = post(x, src_key_padding_mask=pad)
+        t["post.output_nomask"] = post(x)
+        t["pre.output"] = pre(x, src_key_padding_mask=pad)
+        t["enc.output"] = enc(x, src_key_padding_mask=pad)
+        causal = torch.triu(torch.full((L, L), float("-inf")), diagonal=1)
+        t["enc.output_causal"] = enc(x, mask=causal)
+        t["seed.output"] = seed(x, key_padding_mask=pad)
+    for prefix, m in (("post.", post), ("pre.", pre), ("enc.", enc), ("seed.", seed)):
+        t.update(_prefixed(prefix + "module.", m))
+    save("transformer_encoder", t)
+
+
 def main(names):
     for name in names or FIXTURES:
         if name not in FIXTURES:

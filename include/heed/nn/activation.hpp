@@ -1,0 +1,38 @@
+#pragma once
+// The activations of the Transformer feed-forward blocks, applied in place on contiguous data.
+
+#include <string>
+
+#include "heed/core/error.hpp"
+#include "heed/core/shape.hpp"
+#include "heed/simd/vector_ops.hpp"
+
+namespace heed::nn {
+
+enum class Activation {
+  relu,       ///< torch.nn.ReLU / F.relu
+  gelu,       ///< torch.nn.GELU(): x/2 (1 + erf(x/√2)) — TransformerEncoderLayer's "gelu"
+  gelu_tanh,  ///< torch.nn.GELU(approximate="tanh")
+};
+
+template <class T>
+void apply_activation(Activation a, T* x, index_t n) noexcept {
+  switch (a) {
+    case Activation::relu:
+      return simd::relu(x, x, n);
+    case Activation::gelu:
+      return simd::gelu(x, x, n);
+    case Activation::gelu_tanh:
+      return simd::gelu_tanh(x, x, n);
+  }
+}
+
+/// "relu", "gelu", "gelu_tanh" (the spellings of PyTorch's activation strings).
+inline Activation activation_from_name(const std::string& name) {
+  if (name == "relu") return Activation::relu;
+  if (name == "gelu") return Activation::gelu;
+  if (name == "gelu_tanh") return Activation::gelu_tanh;
+  throw FormatError("heed::nn: unknown activation \"" + name + "\" (relu, gelu, gelu_tanh)");
+}
+
+}  // namespace heed::nn

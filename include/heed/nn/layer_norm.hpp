@@ -1,0 +1,78 @@
+#pragma once
+// LayerNorm = torch.nn.LayerNorm(d) over the last dimension: (x - mean) / sqrt(var + eps) · w + b,
+// with the biased variance (divide by d), as PyTorch computes it. State dict: weight, bias.
+
+#include <cmath>
+#include <string>
+
+#include "heed/core/error.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/nn/weights.hpp"
+#include "heed/simd/vector_ops.hpp"
+
+namespace heed::nn {
+
+struct LayerNormOptions {
+  index_t normalized_shape = 0;  ///< the last dimension
+  double eps = 1e-5;
+  bool elementwise_affine = true;
+};
+
+template <class Scalar = float>
+class LayerNorm {
+ public:
+  LayerNorm() = default;
+  explicit LayerNorm(const LayerNormOptions& o)
+      : options_(o), weight_(Shape<1>{o.normalized_shape}, Scalar(1)), bias_(Shape<1>{o.normalized_shape}) {
+    if (o.normalized_shape < 1)
+      throw ShapeError("heed::nn::LayerNorm: normalized_shape must be >= 1, got " + std::to_string(o.normalized_shape));
+  }
+
+  [[nodiscard]] const LayerNormOptions& options() const noexcept { return options_; }
+
+  template <WeightSource S>
+  void load(const Loader<S>& from) {
+    if (!options_.elementwise_affine) return;
+    weight_ = from.template take<Scalar, 1>("weight", {options_.normalized_shape});
+    bias_ = from.template take<Scalar, 1>("bias", {options_.normalized_shape});
+  }
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    const Loader<S> from(source, prefix, load_options);
+    load(from);
+    from.finish();
+  }
+
+  /// Normalizes `n` contiguous rows of normalized_shape elements from x into y (y may be x).
+  void rows(const Scalar* x, Scalar* y, index_t n) const noexcept {
+    const index_t d = options_.normalized_shape;
+    for (index_t r = 0; r < n; ++r) {
+      const Scalar* xr = x + r * d;
+      Scalar* yr = y + r * d;
+      const Scalar mean = simd::sum(xr, d) / Scalar(d);
+      Scalar var = 0;
+      for (index_t i = 0; i < d; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+      const Scalar inv = Scalar(1) / std::sqrt(var / Scalar(d) + Scalar(options_.eps));
+      for (index_t i = 0; i < d; ++i) yr[i] = (xr[i] - mean) * inv * weight_(i) + bias_(i);
+    }
+  }
+
+  template <TensorLike X>
+  [[nodiscard]] Tensor<Scalar, rank_of<X>> operator()(const X& x) const {
+    constexpr std::size_t R = rank_of<X>;
+    const auto v = as_view(x);
+    if (v.size(R - 1) != options_.normalized_shape)
+      throw ShapeError("heed::nn::LayerNorm: normalizes " + std::to_string(options_.normalized_shape) +
+                       " features, got x " + to_string(v.shape()));
+    Tensor<Scalar, R> out(v);
+    rows(out.data(), out.data(), out.numel() / options_.normalized_shape);
+    return out;
+  }
+
+ private:
+  LayerNormOptions options_;
+  Tensor<Scalar, 1> weight_;
+  Tensor<Scalar, 1> bias_;
+};
+
+}  // namespace heed::nn

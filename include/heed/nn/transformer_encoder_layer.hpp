@@ -1,0 +1,118 @@
+#pragma once
+// TransformerEncoderLayer = torch.nn.TransformerEncoderLayer(batch_first=True), inference:
+//   post-norm (default):  x = norm1(x + self_attn(x)); x = norm2(x + ff(x))
+//   norm_first:           x = x + self_attn(norm1(x)); x = x + ff(norm2(x))
+//   ff(x) = linear2(activation(linear1(x)))
+// State dict: self_attn.*, linear1.*, linear2.*, norm1.*, norm2.* — or, with
+// StateDictLayout::seed, the seed's own pre-norm layer (seed 000 §5.1): ffn.0.*, ffn.3.*.
+
+#include <string>
+
+#include "heed/core/error.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/nn/activation.hpp"
+#include "heed/nn/layer_norm.hpp"
+#include "heed/nn/linear.hpp"
+#include "heed/nn/multihead_attention.hpp"
+#include "heed/nn/weights.hpp"
+#include "heed/simd/vector_ops.hpp"
+
+namespace heed::nn {
+
+/// Whose parameter names an encoder loads: torch.nn's, or the seed's custom encoder's.
+enum class StateDictLayout { torch, seed };
+
+struct TransformerEncoderLayerOptions {
+  index_t d_model = 0;
+  index_t nhead = 1;
+  index_t dim_feedforward = 2048;
+  Activation activation = Activation::relu;
+  double layer_norm_eps = 1e-5;
+  bool norm_first = false;
+  StateDictLayout layout = StateDictLayout::torch;
+  std::uint64_t seed = 0;
+};
+
+/// The per-call options of the encoder, with PyTorch's names.
+struct EncoderCall {
+  TensorView<const bool, 2> src_key_padding_mask{};  ///< [B, L], true = padding
+  bool is_causal = false;                            ///< position i attends to j <= i only
+  MaskedRows masked_rows = MaskedRows::zero;
+};
+
+template <class Scalar = float>
+class TransformerEncoderLayer {
+ public:
+  explicit TransformerEncoderLayer(const TransformerEncoderLayerOptions& o)
+      : options_(o),
+        self_attn_({.embed_dim = o.d_model, .num_heads = o.nhead, .seed = o.seed}),
+        linear1_({.in_features = o.d_model, .out_features = o.dim_feedforward, .seed = o.seed + 10}),
+        linear2_({.in_features = o.dim_feedforward, .out_features = o.d_model, .seed = o.seed + 12}),
+        norm1_({.normalized_shape = o.d_model, .eps = o.layer_norm_eps}),
+        norm2_({.normalized_shape = o.d_model, .eps = o.layer_norm_eps}) {}
+
+  [[nodiscard]] const TransformerEncoderLayerOptions& options() const noexcept { return options_; }
+
+  template <WeightSource S>
+  void load(const Loader<S>& from) {
+    const bool seed = options_.layout == StateDictLayout::seed;
+    self_attn_.load(from.child("self_attn."));
+    linear1_.load(from.child(seed ? "ffn.0." : "linear1."));
+    linear2_.load(from.child(seed ? "ffn.3." : "linear2."));
+    norm1_.load(from.child("norm1."));
+    norm2_.load(from.child("norm2."));
+  }
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    const Loader<S> from(source, prefix, load_options);
+    load(from);
+    from.finish();
+  }
+
+  /// x [B, L, d_model] → [B, L, d_model]
+  template <TensorLike X>
+  [[nodiscard]] Tensor<Scalar, 3> operator()(const X& x, const EncoderCall& call = {}) const {
+    const auto v = as_view(x);
+    if (v.size(2) != options_.d_model)
+      throw ShapeError("heed::nn::TransformerEncoderLayer: expects d_model " + std::to_string(options_.d_model) +
+                       ", got x " + to_string(v.shape()));
+    Tensor<Scalar, 3> out(v);
+    forward_in_place(out, call);
+    return out;
+  }
+
+  /// The layer applied to x in place (the encoder chains layers this way).
+  void forward_in_place(Tensor<Scalar, 3>& x, const EncoderCall& call) const {
+    const index_t n = x.numel();
+    const auto attend = [&](const Tensor<Scalar, 3>& in) {
+      return self_attn_(in, in, in,
+                        {.key_padding_mask = call.src_key_padding_mask,
+                         .need_weights = false,
+                         .is_causal = call.is_causal,
+                         .masked_rows = call.masked_rows})
+          .output;
+    };
+    const auto feed_forward = [&](const Tensor<Scalar, 3>& in) {
+      Tensor<Scalar, 3> hidden = linear1_(in);
+      apply_activation(options_.activation, hidden.data(), hidden.numel());
+      return linear2_(hidden);
+    };
+    if (options_.norm_first) {
+      simd::add(attend(norm1_(x)).data(), x.data(), n);
+      simd::add(feed_forward(norm2_(x)).data(), x.data(), n);
+    } else {
+      simd::add(attend(x).data(), x.data(), n);
+      norm1_.rows(x.data(), x.data(), n / options_.d_model);
+      simd::add(feed_forward(x).data(), x.data(), n);
+      norm2_.rows(x.data(), x.data(), n / options_.d_model);
+    }
+  }
+
+ private:
+  TransformerEncoderLayerOptions options_;
+  MultiheadAttention<Scalar> self_attn_;
+  Linear<Scalar> linear1_, linear2_;
+  LayerNorm<Scalar> norm1_, norm2_;
+};
+
+}  // namespace heed::nn

@@ -395,6 +395,142 @@ def transformer_encoder():
     save("transformer_encoder", t)
 
 
+class SeedMultiHeadAttention(torch.nn.Module):
+    """Seed 000 §2.1, verbatim (dropout is inactive in eval mode)."""
+    def __init__(self, d_model, n_heads, dropout=0.1):
+        super().__init__()
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.w_q = torch.nn.Linear(d_model, d_model)
+        self.w_k = torch.nn.Linear(d_model, d_model)
+        self.w_v = torch.nn.Linear(d_model, d_model)
+        self.w_o = torch.nn.Linear(d_model, d_model)
+        self.dropout = torch.nn.Dropout(dropout)
+
+    def forward(self, query, key, value, mask=None):
+        batch_size = query.size(0)
+        Q = self.w_q(query).view(batch_size, -1, self.n_heads, self.d_k).transpose(1, 2)
+        K = self.w_k(key).view(batch_size, -1, self.n_heads, self.d_k).transpose(1, 2)
+        V = self.w_v(value).view(batch_size, -1, self.n_heads, self.d_k).transpose(1, 2)
+        scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, -1e9)
+        attn_weights = self.dropout(torch.softmax(scores, dim=-1))
+        context = torch.matmul(attn_weights, V).transpose(1, 2).contiguous().view(batch_size, -1, self.d_model)
+        return self.w_o(context), attn_weights
+
+
+class SeedProjected(torch.nn.Module):
+    """Seed 000 §3.1 SelfAttention and §3.2 CrossAttention share this body (out_proj)."""
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.w_q = torch.nn.Linear(d_model, d_model)
+        self.w_k = torch.nn.Linear(d_model, d_model)
+        self.w_v = torch.nn.Linear(d_model, d_model)
+        self.out_proj = torch.nn.Linear(d_model, d_model)
+
+    def forward(self, target, source, causal=False, mask=None):
+        B, Lt, Ls = target.size(0), target.size(1), source.size(1)
+        Q = self.w_q(target).view(B, Lt, self.n_heads, self.d_k).transpose(1, 2)
+        K = self.w_k(source).view(B, Ls, self.n_heads, self.d_k).transpose(1, 2)
+        V = self.w_v(source).view(B, Ls, self.n_heads, self.d_k).transpose(1, 2)
+        scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(self.d_k)
+        if causal:
+            causal_mask = torch.triu(torch.ones(Lt, Ls, dtype=torch.bool), diagonal=1)
+            scores = scores.masked_fill(causal_mask.unsqueeze(0).unsqueeze(0), float("-inf"))
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        attn_weights = torch.softmax(scores, dim=-1)
+        context = torch.matmul(attn_weights, V).transpose(1, 2).contiguous().view(B, Lt, self.d_model)
+        return self.out_proj(context), attn_weights
+
+
+class SeedPositionalEncoding(torch.nn.Module):
+    """Seed 000 §3.3, verbatim."""
+    def __init__(self, d_model, max_len=5000, dropout=0.1):
+        super().__init__()
+        self.dropout = torch.nn.Dropout(p=dropout)
+        pe = torch.zeros(max_len, d_model)
+        position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe.unsqueeze(0))
+
+    def forward(self, x):
+        return self.dropout(x + self.pe[:, :x.size(1), :])
+
+
+class SeedAttentionClassifier(torch.nn.Module):
+    """Seed 000 §6.1, verbatim."""
+    def __init__(self, vocab_size, embed_dim, hidden_dim, num_classes, n_heads=4, num_layers=2, dropout=0.1):
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.embedding = torch.nn.Embedding(vocab_size, embed_dim, padding_idx=0)
+        self.pos_encoding = SeedPositionalEncoding(embed_dim, dropout=dropout)
+        encoder_layer = torch.nn.TransformerEncoderLayer(d_model=embed_dim, nhead=n_heads, dim_feedforward=hidden_dim,
+                                                         dropout=dropout, batch_first=True, activation="gelu")
+        self.transformer = torch.nn.TransformerEncoder(encoder_layer, num_layers)
+        self.attn_pool = torch.nn.Sequential(torch.nn.Linear(embed_dim, 1))
+        self.classifier = torch.nn.Sequential(torch.nn.Linear(embed_dim, hidden_dim), torch.nn.GELU(),
+                                              torch.nn.Dropout(dropout), torch.nn.Linear(hidden_dim, num_classes))
+
+    def forward(self, x):
+        mask = (x == 0)
+        x = self.embedding(x) * math.sqrt(self.embed_dim)
+        x = self.pos_encoding(x)
+        x = self.transformer(x, src_key_padding_mask=mask)
+        scores = self.attn_pool(x).squeeze(-1)
+        scores = scores.masked_fill(mask, float("-inf"))
+        attn_weights = torch.softmax(scores, dim=1)
+        pooled = torch.bmm(attn_weights.unsqueeze(1), x).squeeze(1)
+        return self.classifier(pooled), attn_weights
+
+
+@fixture
+def seed_modules():
+    """The seeds' MultiHeadAttention, SelfAttention, CrossAttention, PositionalEncoding, AttentionClassifier."""
+    torch.manual_seed(9)
+    d, H, B = 24, 3, 2
+    t = {}
+    mha = SeedMultiHeadAttention(d, H).eval()
+    q, kv = torch.randn(B, 7, d), torch.randn(B, 13, d)
+    keep = torch.ones(B, 1, 1, 13, dtype=torch.bool)
+    keep[1, :, :, 9:] = False
+    with torch.no_grad():
+        t["mha.output"], t["mha.weights"] = mha(q, kv, kv)
+        t["mha.output_masked"], t["mha.weights_masked"] = mha(q, kv, kv, keep)
+    t.update({"mha.q": q, "mha.kv": kv, "mha.keep": keep})
+    t.update(_prefixed("mha.module.", mha))
+
+    sa, ca = SeedProjected(d, H).eval(), SeedProjected(d, H).eval()
+    x, src = torch.randn(B, 13, d), torch.randn(B, 11, d)
+    allowed = torch.rand(7, 11) > 0.3
+    allowed[:, 0] = True
+    with torch.no_grad():
+        t["self.output"], t["self.weights"] = sa(x, x)
+        t["self.output_causal"], t["self.weights_causal"] = sa(x, x, causal=True)
+        t["cross.output"], t["cross.weights"] = ca(x[:, :7], src)
+        t["cross.output_masked"], t["cross.weights_masked"] = ca(x[:, :7], src, mask=allowed)
+    t.update({"self.x": x, "cross.source": src, "cross.allowed": allowed})
+    t.update(_prefixed("self.module.", sa))
+    t.update(_prefixed("cross.module.", ca))
+
+    t["pe24"] = SeedPositionalEncoding(24).pe[:, :100].contiguous()
+    t["pe128"] = SeedPositionalEncoding(128).pe[:, :60].contiguous()
+
+    clf = SeedAttentionClassifier(vocab_size=50, embed_dim=24, hidden_dim=40, num_classes=5, n_heads=3).eval()
+    ids = torch.randint(1, 50, (4, 9))
+    ids[1, 6:] = 0
+    ids[3, 2:] = 0
+    with torch.no_grad():
+        t["clf.logits"], t["clf.weights"] = clf(ids)
+    t["clf.ids"] = ids
+    # the 5000-row positional table is left out: heed computes the same one
+    t.update({k: v for k, v in _prefixed("clf.module.", clf).items() if not k.endswith("pos_encoding.pe")})
+    save("seed_modules", t)
+
+
 def main(names):
     for name in names or FIXTURES:
         if name not in FIXTURES:

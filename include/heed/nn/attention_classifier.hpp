@@ -1,0 +1,101 @@
+#pragma once
+// AttentionClassifier (seed 000 §6.1): token ids → logits, with attention pooling.
+//   x = embedding(ids) · sqrt(E) + PE;  x = transformer(x, padding = (ids == 0))
+//   pooled, weights = attn_pool(x, padding);  logits = classifier.3(gelu(classifier.0(pooled)))
+// State dict: embedding.weight, pos_encoding.pe (optional: heed computes the same table),
+// transformer.layers.{i}.* (nn.TransformerEncoder, gelu, post-norm), attn_pool.0.*,
+// classifier.0.*, classifier.3.*.
+
+#include <cmath>
+#include <string>
+
+#include "heed/core/error.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/nn/activation.hpp"
+#include "heed/nn/attention_pooling.hpp"
+#include "heed/nn/embedding.hpp"
+#include "heed/nn/linear.hpp"
+#include "heed/nn/positional_encoding.hpp"
+#include "heed/nn/transformer_encoder.hpp"
+#include "heed/nn/weights.hpp"
+
+namespace heed::nn {
+
+struct AttentionClassifierOptions {
+  index_t vocab_size = 0;
+  index_t embed_dim = 0;
+  index_t hidden_dim = 0;
+  index_t num_classes = 0;
+  index_t n_heads = 4;
+  index_t num_layers = 2;
+  index_t max_len = 5000;
+  std::uint64_t seed = 0;
+};
+
+template <class Scalar>
+struct ClassifierResult {
+  Tensor<Scalar, 2> logits;   ///< [B, num_classes]
+  Tensor<Scalar, 2> weights;  ///< [B, L], the attention-pooling weights
+};
+
+template <class Scalar = float>
+class AttentionClassifier {
+ public:
+  explicit AttentionClassifier(const AttentionClassifierOptions& o)
+      : options_(o),
+        embedding_({.num_embeddings = o.vocab_size, .embedding_dim = o.embed_dim, .padding_idx = 0, .seed = o.seed}),
+        pos_encoding_({.d_model = o.embed_dim, .max_len = o.max_len}),
+        transformer_({.d_model = o.embed_dim,
+                      .nhead = o.n_heads,
+                      .dim_feedforward = o.hidden_dim,
+                      .num_layers = o.num_layers,
+                      .activation = Activation::gelu,
+                      .seed = o.seed + 1000}),
+        attn_pool_({.embed_dim = o.embed_dim, .seed = o.seed + 2000}),
+        hidden_({.in_features = o.embed_dim, .out_features = o.hidden_dim, .seed = o.seed + 3000}),
+        out_({.in_features = o.hidden_dim, .out_features = o.num_classes, .seed = o.seed + 3002}) {
+    if (o.num_classes < 1) throw ShapeError("heed::nn::AttentionClassifier: num_classes must be >= 1");
+  }
+
+  [[nodiscard]] const AttentionClassifierOptions& options() const noexcept { return options_; }
+
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    const Loader<S> from(source, prefix, load_options);
+    embedding_.load(from.child("embedding."));
+    pos_encoding_.load(from.child("pos_encoding."));
+    transformer_.load(from.child("transformer."));
+    attn_pool_.load(from.child("attn_pool."));
+    hidden_.load(from.child("classifier.0."));
+    out_.load(from.child("classifier.3."));
+    from.finish();
+  }
+
+  /// ids [B, L] (0 = padding) → logits [B, num_classes] and pooling weights [B, L].
+  template <TensorLike Ids>
+  [[nodiscard]] ClassifierResult<Scalar> operator()(const Ids& ids) const {
+    const auto v = as_view(ids);
+    if (v.size(1) < 1)
+      throw ShapeError("heed::nn::AttentionClassifier: empty sequences (ids " + to_string(v.shape()) + ")");
+    Tensor<bool, 2> padding(v.shape());
+    for (index_t b = 0; b < v.size(0); ++b)
+      for (index_t t = 0; t < v.size(1); ++t) padding(b, t) = v(b, t) == 0;
+    Tensor<Scalar, 3> x = embedding_(v, static_cast<Scalar>(std::sqrt(static_cast<double>(options_.embed_dim))));
+    pos_encoding_.add_to(x);
+    x = transformer_(x, {.src_key_padding_mask = padding});
+    auto pooled = attn_pool_(x, padding);
+    Tensor<Scalar, 2> hidden = hidden_(pooled.pooled);
+    apply_activation(Activation::gelu, hidden.data(), hidden.numel());
+    return {out_(hidden), std::move(pooled.weights)};
+  }
+
+ private:
+  AttentionClassifierOptions options_;
+  Embedding<Scalar> embedding_;
+  PositionalEncoding<Scalar> pos_encoding_;
+  TransformerEncoder<Scalar> transformer_;
+  AttentionPooling<Scalar> attn_pool_;
+  Linear<Scalar> hidden_, out_;
+};
+
+}  // namespace heed::nn

@@ -18,7 +18,7 @@ int main() {
   float row_sum = 0;
   for (heed::index_t j = 0; j < seq_len_k; ++j) row_sum += attn_weights(0, 0, 0, j);
 
-  std::printf("Output shape: %s\n", heed::to_string(output.shape()).c_str());              // [2, 4, 5, 16]
+  std::printf("Output shape: %s\n", heed::to_string(output.shape()).c_str());                   // [2, 4, 5, 16]
   std::printf("Attention weights shape: %s\n", heed::to_string(attn_weights.shape()).c_str());  // [2, 4, 5, 6]
   std::printf("Weight row sum (should be 1.0): %.4f\n", static_cast<double>(row_sum));
 

@@ -10,7 +10,8 @@ int main() {
   const auto x = heed::randn<float>({4, 256, 32, 32}, /*seed=*/0);
 
   const heed::nn::SEBlock<float> se({.channels = 256, .reduction = 16});
-  std::printf("SEBlock: Input: %s -> Output: %s\n", heed::to_string(x.shape()).c_str(), heed::to_string(se(x).shape()).c_str());
+  std::printf("SEBlock: Input: %s -> Output: %s\n", heed::to_string(x.shape()).c_str(),
+              heed::to_string(se(x).shape()).c_str());
 
   const heed::nn::SpatialAttention<float> spatial_attn({.kernel_size = 7});
   const auto s = spatial_attn.forward(x);

@@ -19,19 +19,23 @@ constexpr index_t B = 1, H = 8, d = 64;
 struct Inputs {
   heed::Tensor<float, 4> q, k, v;
   explicit Inputs(index_t n)
-      : q(heed::randn<float>({B, H, n, d}, 1)), k(heed::randn<float>({B, H, n, d}, 2)), v(heed::randn<float>({B, H, n, d}, 3)) {}
+      : q(heed::randn<float>({B, H, n, d}, 1)),
+        k(heed::randn<float>({B, H, n, d}, 2)),
+        v(heed::randn<float>({B, H, n, d}, 3)) {}
 };
 
 void set_flops(benchmark::State& state, index_t n, bool causal) {
   const double flops = 4.0 * double(B * H) * double(n) * double(n) * double(d) * (causal ? 0.5 : 1.0);
-  state.counters["GFLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
 // args: N, causal, threads, need_weights
 void BM_attention(benchmark::State& state) {
   const index_t n = state.range(0);
   const bool causal = state.range(1) != 0;
-  const heed::AttentionOptions options{.need_weights = state.range(3) != 0, .num_threads = static_cast<int>(state.range(2))};
+  const heed::AttentionOptions options{.need_weights = state.range(3) != 0,
+                                       .num_threads = static_cast<int>(state.range(2))};
   const Inputs in(n);
   for (auto _ : state) {
     if (causal) {
@@ -85,8 +89,9 @@ void BM_additive(benchmark::State& state) {
     benchmark::DoNotOptimize(r.output.data());
   }
   set_flops(state, n, false);
-  state.counters["Gtanh/s"] = benchmark::Counter(double(B * H) * double(n * n) * double(hidden),
-                                                 benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["Gtanh/s"] =
+      benchmark::Counter(double(B * H) * double(n * n) * double(hidden), benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_additive)->ArgName("N")->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -101,13 +106,20 @@ void BM_naive_materialized(benchmark::State& state) {
       const auto q = heed::as_matrix(in.q.view()[0][h]), k = heed::as_matrix(in.k.view()[0][h]),
                  v = heed::as_matrix(in.v.view()[0][h]);
       scores.noalias() = (q * k.transpose()) / std::sqrt(float(d));
-      for (index_t i = 0; i < n; ++i) heed::kernels::softmax_row(&scores(i, 0), &scores(i, 0), n, heed::MaskedRows::zero);
+      for (index_t i = 0; i < n; ++i)
+        heed::kernels::softmax_row(&scores(i, 0), &scores(i, 0), n, heed::MaskedRows::zero);
       out.noalias() = scores * v;
       benchmark::DoNotOptimize(out.data());
     }
   }
   set_flops(state, n, false);
 }
-BENCHMARK(BM_naive_materialized)->ArgName("N")->Arg(512)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_naive_materialized)
+    ->ArgName("N")
+    ->Arg(512)
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace

@@ -18,9 +18,11 @@ std::vector<float> input(index_t n, std::uint64_t seed) {
 }
 
 void set_counters(benchmark::State& state, double bytes, double flops) {
-  state.counters["GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   if (flops > 0)
-    state.counters["GFLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+    state.counters["GFLOP/s"] =
+        benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
 void BM_dot(benchmark::State& state) {
@@ -58,7 +60,8 @@ void BM_unary(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_counters(state, 8.0 * double(n), 0);
-  state.counters["Gelem/s"] = benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["Gelem/s"] =
+      benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
 void BM_exp_sum(benchmark::State& state) {
@@ -67,7 +70,8 @@ void BM_exp_sum(benchmark::State& state) {
   std::vector<float> y(x.size());
   for (auto _ : state) benchmark::DoNotOptimize(heed::simd::exp_sum(x.data(), 1.0f, y.data(), n));
   set_counters(state, 8.0 * double(n), 0);
-  state.counters["Gelem/s"] = benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["Gelem/s"] =
+      benchmark::Counter(double(n), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
 BENCHMARK(BM_dot)->Arg(1024)->Arg(65536);

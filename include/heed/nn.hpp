@@ -7,6 +7,7 @@
 #include "heed/nn/cross_attention.hpp"
 #include "heed/nn/embedding.hpp"
 #include "heed/nn/layer_norm.hpp"
+#include "heed/nn/learned_positional_embedding.hpp"
 #include "heed/nn/linear.hpp"
 #include "heed/nn/multi_head_attention.hpp"
 #include "heed/nn/multihead_attention.hpp"

@@ -8,6 +8,7 @@
 #include "heed/nn/additive_attention.hpp"
 #include "heed/nn/attention_classifier.hpp"
 #include "heed/nn/cross_attention.hpp"
+#include "heed/nn/learned_positional_embedding.hpp"
 #include "heed/nn/multi_head_attention.hpp"
 #include "heed/nn/positional_encoding.hpp"
 #include "heed/nn/self_attention.hpp"
@@ -78,6 +79,20 @@ TEST(SeedModulesGolden, SinusoidalPositionalEncoding) {
   const PositionalEncoding<float> pe({.d_model = 24, .max_len = 10});
   EXPECT_THROW((void)pe(heed::randn<float>({1, 11, 24}, 1)), heed::ShapeError);
   EXPECT_THROW((void)pe(heed::randn<float>({1, 5, 20}, 1)), heed::ShapeError);
+}
+
+TEST(PositionalEmbedding, LearnedAddsTheTrainedRows) {
+  TensorDict d;
+  const auto table = heed::randn<float>({10, 4}, 3);
+  d.set("pos.weight", table);
+  LearnedPositionalEmbedding<float> pos({.max_len = 10, .d_model = 4});
+  pos.load(d, "pos.", {.strict = true});
+  const auto x = heed::randn<float>({2, 6, 4}, 4);
+  const auto y = pos(x);
+  for (index_t b = 0; b < 2; ++b)
+    for (index_t t = 0; t < 6; ++t)
+      for (index_t c = 0; c < 4; ++c) EXPECT_EQ(y(b, t, c), x(b, t, c) + table(t, c));
+  EXPECT_THROW((void)pos(heed::randn<float>({1, 11, 4}, 5)), heed::ShapeError);
 }
 
 TEST(SeedModulesGolden, AdditiveAttentionModule) {

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include <Eigen/Core>
+
 #include "heed/core/shape.hpp"
 
 #if defined(_OPENMP)

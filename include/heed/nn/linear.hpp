@@ -2,6 +2,7 @@
 // Linear = torch.nn.Linear: y = x Wᵀ + b over the last dimension, any leading dimensions.
 // State dict: weight [out, in], bias [out].
 
+#include <optional>
 #include <string>
 
 #include <Eigen/Core>
@@ -9,6 +10,7 @@
 #include "heed/core/eigen.hpp"
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
+#include "heed/nn/activation.hpp"
 #include "heed/nn/weights.hpp"
 #include "heed/simd/vector_ops.hpp"
 
@@ -53,12 +55,18 @@ class Linear {
     bias_ = std::move(bias);
   }
 
-  /// rows [n, in] → out [n, out]; both contiguous rows (checked by the caller).
-  void rows(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out) const {
-    auto y = as_matrix(out);
-    y.noalias() = as_matrix(x) * as_matrix(weight_).transpose();
-    if (!bias_.empty())
-      for (index_t i = 0; i < out.size(0); ++i) simd::add(bias_.data(), &out(i, 0), options_.out_features);
+  /// rows [n, in] → out [n, out], both contiguous (the callers guarantee it). With an
+  /// activation, it is applied row by row right after the bias, while the row is in cache.
+  void rows(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out,
+            std::optional<Activation> activation = std::nullopt) const {
+    gemm(x, out, false);
+    finish_rows(out, activation);
+  }
+
+  /// out += x Wᵀ + b: a residual connection without a temporary.
+  void rows_add(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out) const {
+    gemm(x, out, true);
+    finish_rows(out, std::nullopt);
   }
 
   template <TensorLike X>
@@ -82,6 +90,27 @@ class Linear {
   }
 
  private:
+  void gemm(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out, bool accumulate) const {
+    // Maps with a compile-time unit inner stride: Eigen's GEMM takes its fastest packing path.
+    using RowMajor = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const Eigen::Map<const RowMajor> xm(x.data(), x.size(0), x.size(1));
+    const Eigen::Map<const RowMajor> w(weight_.data(), weight_.size(0), weight_.size(1));
+    Eigen::Map<RowMajor> y(out.data(), out.size(0), out.size(1));
+    if (accumulate)
+      y.noalias() += xm * w.transpose();
+    else
+      y.noalias() = xm * w.transpose();
+  }
+
+  void finish_rows(const TensorView<Scalar, 2>& out, std::optional<Activation> activation) const {
+    if (bias_.empty() && !activation) return;
+    for (index_t i = 0; i < out.size(0); ++i) {
+      Scalar* row = &out(i, 0);
+      if (!bias_.empty()) simd::add(bias_.data(), row, options_.out_features);
+      if (activation) apply_activation(*activation, row, options_.out_features);
+    }
+  }
+
   static const LinearOptions& checked(const LinearOptions& o) {
     if (o.in_features < 1 || o.out_features < 1)
       throw ShapeError("heed::nn::Linear: in_features and out_features must be >= 1, got " +

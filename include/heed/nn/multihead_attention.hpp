@@ -11,6 +11,7 @@
 // NOT allowed, [Lq, Lk] or [B·H, Lq, Lk]) → mask::Allowed of its negation; a float attn_mask →
 // mask::Bias; is_causal → mask::Causal.
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -64,6 +65,7 @@ class MultiheadAttention {
       bias_k_ = randn<Scalar, 3>(Shape<3>{1, 1, E}, o.seed + 8);
       bias_v_ = randn<Scalar, 3>(Shape<3>{1, 1, E}, o.seed + 9);
     }
+    pack();
   }
 
   [[nodiscard]] const MultiheadAttentionOptions& options() const noexcept { return options_; }
@@ -95,6 +97,7 @@ class MultiheadAttention {
       bias_k_ = from.template take<Scalar, 3>("bias_k", {1, 1, E});
       bias_v_ = from.template take<Scalar, 3>("bias_v", {1, 1, E});
     }
+    pack();
   }
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
@@ -123,22 +126,36 @@ class MultiheadAttention {
     // Extra key columns: bias_k/bias_v, then a zero key/value (add_zero_attn). Masks get a
     // visible column for each, as PyTorch pads them.
     const index_t extra = (options_.add_bias_kv ? 1 : 0) + (options_.add_zero_attn ? 1 : 0);
-    const index_t Lk = Lk0 + extra;
-    Tensor<Scalar, 3> q = q_proj_(qv);
-    Tensor<Scalar, 3> k({B, Lk, E}), v({B, Lk, E});
-    project_into(k_proj_, kv, k, bias_k_);
-    project_into(v_proj_, vv, v, bias_v_);
-
-    const auto heads = [&](Tensor<Scalar, 3>& t) {  // [B, L, E] → [B, H, L, hd], a view
-      return t.view().template reshape<4>({B, t.size(1), H, head_dim()}).transpose(1, 2);
+    const index_t Lk = Lk0 + extra, hd = head_dim();
+    // [B, L, E] rows with row stride `ld` → the [B, H, L, hd] view of them
+    const auto heads = [&](Scalar* data, index_t L, index_t ld) {
+      return TensorView<Scalar, 4>(data, {B, H, L, hd}, {L * ld, hd, ld, 1});
     };
+    Tensor<Scalar, 3> q, k, v, qkv;
+    TensorView<const Scalar, 4> qh, kh, vh;
+    if (extra == 0 && !qkv_proj_.weight().empty() && same(qv, kv) && same(qv, vv)) {
+      // Self-attention: one GEMM against the packed [3E, E] in_proj_weight, then strided views.
+      qkv = qkv_proj_(qv);
+      qh = heads(qkv.data(), Lq, 3 * E);
+      kh = heads(qkv.data() + E, Lq, 3 * E);
+      vh = heads(qkv.data() + 2 * E, Lq, 3 * E);
+    } else {
+      q = q_proj_(qv);
+      k = Tensor<Scalar, 3>({B, Lk, E});
+      v = Tensor<Scalar, 3>({B, Lk, E});
+      project_into(k_proj_, kv, k, bias_k_);
+      project_into(v_proj_, vv, v, bias_v_);
+      qh = heads(q.data(), Lq, E);
+      kh = heads(k.data(), Lk, E);
+      vh = heads(v.data(), Lk, E);
+    }
     Tensor<Scalar, 3> context({B, Lq, E}, uninitialized);
     Tensor<Scalar, 4> weights;
     if (call.need_weights) weights = Tensor<Scalar, 4>({B, H, Lq, Lk});
     const AttentionOptions options{.masked_rows = call.masked_rows};
 
     with_masks(call, B, Lq, Lk0, extra, [&](const auto& mask) {
-      attention_into<Scalar>(heads(context), weights.view(), heads(q), heads(k), heads(v), ScaledDot{}, mask, options);
+      attention_into<Scalar>(heads(context.data(), Lq, E), weights.view(), qh, kh, vh, ScaledDot{}, mask, options);
     });
 
     MultiheadAttentionResult<Scalar> r{out_proj_(context), {}};
@@ -159,6 +176,30 @@ class MultiheadAttention {
       throw ShapeError("heed::nn::MultiheadAttention: embed_dim (" + std::to_string(o.embed_dim) +
                        ") must be a positive multiple of num_heads (" + std::to_string(o.num_heads) + ")");
     return o;
+  }
+
+  // Views of one and the same tensor: self-attention.
+  template <class A, class B>
+  static bool same(const A& a, const B& b) noexcept {
+    return static_cast<const void*>(a.data()) == static_cast<const void*>(b.data()) && a.shape() == b.shape() &&
+           a.strides() == b.strides();
+  }
+
+  // The q, k, v projections stacked into one E → 3E Linear (in_proj_weight's own layout), for
+  // self-attention; left empty when kdim or vdim differ from E.
+  void pack() {
+    const index_t E = options_.embed_dim;
+    if (kdim() != E || vdim() != E) return;
+    Tensor<Scalar, 2> w({3 * E, E});
+    Tensor<Scalar, 1> b;
+    if (options_.bias) b = Tensor<Scalar, 1>({3 * E});
+    const Linear<Scalar>* parts[] = {&q_proj_, &k_proj_, &v_proj_};
+    for (index_t i = 0; i < 3; ++i) {
+      std::copy_n(parts[i]->weight().data(), E * E, w.data() + i * E * E);
+      if (options_.bias) std::copy_n(parts[i]->bias().data(), E, b.data() + i * E);
+    }
+    qkv_proj_ = Linear<Scalar>({.in_features = E, .out_features = 3 * E, .bias = options_.bias});
+    qkv_proj_.set(std::move(w), std::move(b));
   }
 
   // rows of x projected into out[:, :L0], then bias_kv's row, then a zero row.
@@ -237,6 +278,7 @@ class MultiheadAttention {
 
   MultiheadAttentionOptions options_;
   Linear<Scalar> q_proj_, k_proj_, v_proj_, out_proj_;
+  Linear<Scalar> qkv_proj_;  // q, k, v stacked, for self-attention
   Tensor<Scalar, 3> bias_k_, bias_v_;
 };
 

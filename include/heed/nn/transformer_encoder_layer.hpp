@@ -83,7 +83,7 @@ class TransformerEncoderLayer {
 
   /// The layer applied to x in place (the encoder chains layers this way).
   void forward_in_place(Tensor<Scalar, 3>& x, const EncoderCall& call) const {
-    const index_t n = x.numel();
+    const index_t d = options_.d_model, rows = x.numel() / d, n = x.numel();
     const auto attend = [&](const Tensor<Scalar, 3>& in) {
       return self_attn_(in, in, in,
                         {.key_padding_mask = call.src_key_padding_mask,
@@ -92,19 +92,21 @@ class TransformerEncoderLayer {
                          .masked_rows = call.masked_rows})
           .output;
     };
-    const auto feed_forward = [&](const Tensor<Scalar, 3>& in) {
-      Tensor<Scalar, 3> hidden = linear1_(in);
-      apply_activation(options_.activation, hidden.data(), hidden.numel());
-      return linear2_(hidden);
+    // out += linear2(activation(linear1(in))), the bias and activation fused into linear1's rows
+    const auto add_feed_forward = [&](const Scalar* in, Scalar* out) {
+      Tensor<Scalar, 2> hidden({rows, options_.dim_feedforward}, uninitialized);
+      linear1_.rows(TensorView<const Scalar, 2>(in, {rows, d}), hidden.view(), options_.activation);
+      linear2_.rows_add(hidden.view(), TensorView<Scalar, 2>(out, {rows, d}));
     };
     if (options_.norm_first) {
       simd::add(attend(norm1_(x)).data(), x.data(), n);
-      simd::add(feed_forward(norm2_(x)).data(), x.data(), n);
+      const Tensor<Scalar, 3> normed = norm2_(x);
+      add_feed_forward(normed.data(), x.data());
     } else {
       simd::add(attend(x).data(), x.data(), n);
-      norm1_.rows(x.data(), x.data(), n / options_.d_model);
-      simd::add(feed_forward(x).data(), x.data(), n);
-      norm2_.rows(x.data(), x.data(), n / options_.d_model);
+      norm1_.rows(x.data(), x.data(), rows);
+      add_feed_forward(x.data(), x.data());
+      norm2_.rows(x.data(), x.data(), rows);
     }
   }
 

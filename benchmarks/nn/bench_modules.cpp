@@ -1,0 +1,61 @@
+// MultiheadAttention and TransformerEncoderLayer at the shapes of issue #4, fp32.
+//   cmake --workflow --preset release && build/release/benchmarks/heed_bench_nn_modules
+// GFLOP/s counts every multiply-add of the module: the four E×E projections (2·B·L·E² each),
+// attention (4·B·L²·E) and, for the encoder layer, the feed-forward block (2 × 2·B·L·E·F).
+#include <benchmark/benchmark.h>
+
+#include "heed/core/random.hpp"
+#include "heed/nn.hpp"
+
+namespace {
+
+using heed::index_t;
+constexpr index_t E = 512, H = 8, F = 2048;
+
+double mha_flops(index_t B, index_t L) {
+  return 4 * 2.0 * double(B * L) * E * E + 4.0 * double(B) * double(L * L) * E;
+}
+
+void counters(benchmark::State& state, double flops, index_t B, index_t L) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["tokens/s"] = benchmark::Counter(double(B * L), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// args: B, L, threads
+void BM_multihead_attention(benchmark::State& state) {
+  const index_t B = state.range(0), L = state.range(1);
+  heed::set_num_threads(static_cast<int>(state.range(2)));
+  const heed::nn::MultiheadAttention<float> mha({.embed_dim = E, .num_heads = H});
+  const auto x = heed::randn<float>({B, L, E}, 1);
+  for (auto _ : state) {
+    auto r = mha(x, x, x, {.need_weights = false});
+    benchmark::DoNotOptimize(r.output.data());
+  }
+  counters(state, mha_flops(B, L), B, L);
+}
+
+void BM_transformer_encoder_layer(benchmark::State& state) {
+  const index_t B = state.range(0), L = state.range(1);
+  heed::set_num_threads(static_cast<int>(state.range(2)));
+  const heed::nn::TransformerEncoderLayer<float> layer({.d_model = E, .nhead = H, .dim_feedforward = F});
+  const auto x = heed::randn<float>({B, L, E}, 1);
+  for (auto _ : state) {
+    auto y = layer(x);
+    benchmark::DoNotOptimize(y.data());
+  }
+  counters(state, mha_flops(B, L) + 2 * 2.0 * double(B * L) * E * F, B, L);
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"B", "L", "threads"});
+  for (int threads : {1, 2}) {
+    b->Args({8, 128, threads});
+    b->Args({1, 1024, threads});
+  }
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(BM_multihead_attention)->Apply(shapes);
+BENCHMARK(BM_transformer_encoder_layer)->Apply(shapes);
+
+}  // namespace

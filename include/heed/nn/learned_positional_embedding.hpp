@@ -1,0 +1,59 @@
+#pragma once
+// LearnedPositionalEmbedding: x + weight[:L], the trained alternative to sinusoidal encodings
+// (BERT, GPT-2). State dict: weight [max_len, d_model] (an nn.Embedding indexed by position).
+
+#include <string>
+
+#include "heed/core/error.hpp"
+#include "heed/core/random.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/nn/weights.hpp"
+#include "heed/simd/vector_ops.hpp"
+
+namespace heed::nn {
+
+struct LearnedPositionalEmbeddingOptions {
+  index_t max_len = 0;
+  index_t d_model = 0;
+  std::uint64_t seed = 0;
+};
+
+template <class Scalar = float>
+class LearnedPositionalEmbedding {
+ public:
+  explicit LearnedPositionalEmbedding(const LearnedPositionalEmbeddingOptions& o) : options_(o) {
+    if (o.max_len < 1 || o.d_model < 1)
+      throw ShapeError("heed::nn::LearnedPositionalEmbedding: max_len and d_model must be >= 1, got " +
+                       std::to_string(o.max_len) + " and " + std::to_string(o.d_model));
+    weight_ = randn<Scalar, 2>(Shape<2>{o.max_len, o.d_model}, o.seed);
+  }
+
+  template <WeightSource S>
+  void load(const Loader<S>& from) {
+    weight_ = from.template take<Scalar, 2>("weight", {options_.max_len, options_.d_model});
+  }
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    const Loader<S> from(source, prefix, load_options);
+    load(from);
+    from.finish();
+  }
+
+  /// x [B, L, d_model] + weight[:L]
+  template <TensorLike X>
+  [[nodiscard]] Tensor<Scalar, 3> operator()(const X& x) const {
+    Tensor<Scalar, 3> out(as_view(x));
+    if (out.size(2) != options_.d_model || out.size(1) > options_.max_len)
+      throw ShapeError("heed::nn::LearnedPositionalEmbedding: x " + to_string(out.shape()) + " needs d_model " +
+                       std::to_string(options_.d_model) + " and at most max_len " + std::to_string(options_.max_len) +
+                       " positions");
+    for (index_t b = 0; b < out.size(0); ++b) simd::add(weight_.data(), &out(b, 0, 0), out.size(1) * options_.d_model);
+    return out;
+  }
+
+ private:
+  LearnedPositionalEmbeddingOptions options_;
+  Tensor<Scalar, 2> weight_;
+};
+
+}  // namespace heed::nn

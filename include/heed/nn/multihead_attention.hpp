@@ -111,7 +111,25 @@ class MultiheadAttention {
   [[nodiscard]] MultiheadAttentionResult<Scalar> operator()(const Q& query, const K& key, const V& value,
                                                             const MultiheadAttentionCall<Scalar>& call = {}) const {
     static_assert(rank_of<Q> == 3 && rank_of<K> == 3 && rank_of<V> == 3, "MultiheadAttention takes [B, L, E] tensors");
-    const auto qv = as_view(query), kv = as_view(key), vv = as_view(value);
+    return run(as_view(query), as_view(key), as_view(value), call, nullptr);
+  }
+
+  /// residual += self_attention(x) (no weights): an encoder layer's residual connection, with the
+  /// output projection accumulated straight into `residual` [B, L, E]. `residual` may be `x`
+  /// itself: x is read (projected) before anything is written.
+  void add_self_attention(const Tensor<Scalar, 3>& x, Tensor<Scalar, 3>& residual,
+                          MultiheadAttentionCall<Scalar> call) const {
+    if (residual.shape() != Shape<3>{x.size(0), x.size(1), options_.embed_dim})
+      throw ShapeError("heed::nn::MultiheadAttention: residual " + to_string(residual.shape()) + " does not match x " +
+                       to_string(x.shape()));
+    call.need_weights = false;
+    (void)run(x.view(), x.view(), x.view(), call, &residual);
+  }
+
+ private:
+  MultiheadAttentionResult<Scalar> run(const TensorView<const Scalar, 3>& qv, const TensorView<const Scalar, 3>& kv,
+                                       const TensorView<const Scalar, 3>& vv,
+                                       const MultiheadAttentionCall<Scalar>& call, Tensor<Scalar, 3>* residual) const {
     const index_t B = qv.size(0), Lq = qv.size(1), Lk0 = kv.size(1), E = options_.embed_dim, H = options_.num_heads;
     const auto shapes = [&] {
       return " (query " + to_string(qv.shape()) + ", key " + to_string(kv.shape()) + ", value " +
@@ -158,7 +176,13 @@ class MultiheadAttention {
       attention_into<Scalar>(heads(context.data(), Lq, E), weights.view(), qh, kh, vh, ScaledDot{}, mask, options);
     });
 
-    MultiheadAttentionResult<Scalar> r{out_proj_(context), {}};
+    MultiheadAttentionResult<Scalar> r;
+    if (residual) {
+      out_proj_.rows_add(TensorView<const Scalar, 2>(context.data(), {B * Lq, E}),
+                         TensorView<Scalar, 2>(residual->data(), {B * Lq, E}));
+      return r;
+    }
+    r.output = out_proj_(context);
     if (call.need_weights && call.average_attn_weights) {
       r.weights = Tensor<Scalar, 4>({B, 1, Lq, Lk});
       for (index_t b = 0; b < B; ++b)
@@ -170,7 +194,6 @@ class MultiheadAttention {
     return r;
   }
 
- private:
   static const MultiheadAttentionOptions& checked(const MultiheadAttentionOptions& o) {
     if (o.embed_dim < 1 || o.num_heads < 1 || o.embed_dim % o.num_heads != 0)
       throw ShapeError("heed::nn::MultiheadAttention: embed_dim (" + std::to_string(o.embed_dim) +

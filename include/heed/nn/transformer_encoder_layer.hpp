@@ -83,14 +83,13 @@ class TransformerEncoderLayer {
 
   /// The layer applied to x in place (the encoder chains layers this way).
   void forward_in_place(Tensor<Scalar, 3>& x, const EncoderCall& call) const {
-    const index_t d = options_.d_model, rows = x.numel() / d, n = x.numel();
-    const auto attend = [&](const Tensor<Scalar, 3>& in) {
-      return self_attn_(in, in, in,
-                        {.key_padding_mask = call.src_key_padding_mask,
-                         .need_weights = false,
-                         .is_causal = call.is_causal,
-                         .masked_rows = call.masked_rows})
-          .output;
+    const index_t d = options_.d_model, rows = x.numel() / d;
+    // out += self_attn(in), accumulated by the output projection's GEMM
+    const auto add_attention = [&](const Tensor<Scalar, 3>& in, Tensor<Scalar, 3>& out) {
+      self_attn_.add_self_attention(in, out,
+                                    {.key_padding_mask = call.src_key_padding_mask,
+                                     .is_causal = call.is_causal,
+                                     .masked_rows = call.masked_rows});
     };
     // out += linear2(activation(linear1(in))), the bias and activation fused into linear1's rows
     const auto add_feed_forward = [&](const Scalar* in, Scalar* out) {
@@ -99,11 +98,11 @@ class TransformerEncoderLayer {
       linear2_.rows_add(hidden.view(), TensorView<Scalar, 2>(out, {rows, d}));
     };
     if (options_.norm_first) {
-      simd::add(attend(norm1_(x)).data(), x.data(), n);
+      add_attention(norm1_(x), x);
       const Tensor<Scalar, 3> normed = norm2_(x);
       add_feed_forward(normed.data(), x.data());
     } else {
-      simd::add(attend(x).data(), x.data(), n);
+      add_attention(x, x);  // x is fully read (projected) before the residual is written
       norm1_.rows(x.data(), x.data(), rows);
       add_feed_forward(x.data(), x.data());
       norm2_.rows(x.data(), x.data(), rows);

@@ -54,6 +54,27 @@ TEST(Softmax, RowsSumToOneAndWorkOnStridedViews) {
   EXPECT_TRUE(heed::test::all_close(y, expected));
 }
 
+TEST(Softmax, MaskedSoftmaxIsSoftmaxOfTheMinusInfinityFill) {
+  const auto x = heed::randn<double>({4, 9}, 3);
+  heed::Tensor<bool, 2> keep({4, 9});
+  heed::Tensor<double, 2> filled(x);
+  for (index_t i = 0; i < 4; ++i)
+    for (index_t j = 0; j < 9; ++j) {
+      keep(i, j) = i != 3 && (i + j) % 3 != 0;  // row 3: nothing allowed
+      if (!keep(i, j)) filled(i, j) = -INFINITY;
+    }
+  const auto y = heed::masked_softmax(x, keep);
+  const auto expected = heed::reference::softmax(filled);  // NaN on row 3
+  for (index_t j = 0; j < 9; ++j) {
+    for (index_t i = 0; i < 3; ++i) EXPECT_NEAR(y(i, j), expected(i, j), 1e-15);
+    EXPECT_EQ(y(3, j), 0.0);
+    EXPECT_TRUE(std::isnan(expected(3, j)));
+  }
+  const auto y_nan = heed::masked_softmax(x, keep, {.masked_rows = heed::MaskedRows::nan});
+  EXPECT_TRUE(std::isnan(y_nan(3, 0)));
+  EXPECT_THROW((void)heed::masked_softmax(x, heed::Tensor<bool, 2>({4, 8})), heed::ShapeError);
+}
+
 TEST(OnlineSoftmax, BlockwiseEqualsWholeRow) {
   const auto x = heed::randn<double>({1, 100}, 9);
   const auto whole = heed::reference::softmax(x);

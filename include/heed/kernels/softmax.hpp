@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <string>
+#include <type_traits>
 
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
@@ -88,6 +90,28 @@ template <TensorLike X>
   if (n == 0) return out;
   for (T* row = out.data(); row != out.data() + out.numel(); row += n)
     kernels::softmax_row(row, row, n, options.masked_rows);
+  return out;
+}
+
+/// Softmax over the last dimension of the entries `allowed` keeps (true = keep; the same shape
+/// as x): masked entries get probability 0, as softmax(x.masked_fill(~allowed, -inf)) does. A row
+/// with nothing allowed follows options.masked_rows.
+template <TensorLike X, TensorLike M>
+[[nodiscard]] auto masked_softmax(const X& x, const M& allowed, SoftmaxOptions options = {}) {
+  using T = scalar_of<X>;
+  static_assert(std::is_floating_point_v<T>, "masked_softmax needs a floating-point tensor");
+  static_assert(std::is_same_v<scalar_of<M>, bool> && rank_of<M> == rank_of<X>, "the mask is bool, x's rank");
+  const auto in = as_view(x);
+  const auto keep = as_view(allowed);
+  if (keep.shape() != in.shape())
+    throw ShapeError("heed::masked_softmax: mask of shape " + to_string(keep.shape()) + " differs from x " + to_string(in.shape()));
+  Tensor<T, rank_of<X>> out(in);
+  const Tensor<bool, rank_of<X>> dense_keep(keep);
+  for (index_t i = 0; i < out.numel(); ++i)
+    if (!dense_keep.data()[i]) out.data()[i] = -std::numeric_limits<T>::infinity();
+  const index_t n = out.shape().back();
+  if (n == 0) return out;
+  for (T* row = out.data(); row != out.data() + out.numel(); row += n) kernels::softmax_row(row, row, n, options.masked_rows);
   return out;
 }
 

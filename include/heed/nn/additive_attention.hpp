@@ -36,12 +36,14 @@ class AdditiveAttention {
         score_({.in_features = o.hidden_dim, .out_features = 1, .seed = o.seed + 4}) {}
 
   template <WeightSource S>
-  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
-    const Loader<S> from(source, prefix, load_options);
+  void load(const Loader<S>& from) {
     query_proj_.load(from.child("query_proj."));
     key_proj_.load(from.child("key_proj."));
     score_.load(from.child("score."));
-    from.finish();
+  }
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    load_module(*this, source, prefix, load_options);
   }
 
   /// query [B, h], keys [B, L, h] (a key padding mask [B, L], true = ignore, is optional).

@@ -60,15 +60,17 @@ class AttentionClassifier {
   [[nodiscard]] const AttentionClassifierOptions& options() const noexcept { return options_; }
 
   template <WeightSource S>
-  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
-    const Loader<S> from(source, prefix, load_options);
+  void load(const Loader<S>& from) {
     embedding_.load(from.child("embedding."));
     pos_encoding_.load(from.child("pos_encoding."));
     transformer_.load(from.child("transformer."));
     attn_pool_.load(from.child("attn_pool."));
     hidden_.load(from.child("classifier.0."));
     out_.load(from.child("classifier.3."));
-    from.finish();
+  }
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    load_module(*this, source, prefix, load_options);
   }
 
   /// ids [B, L] (0 = padding) → logits [B, num_classes] and pooling weights [B, L].

@@ -16,8 +16,12 @@ class CrossAttention {
   explicit CrossAttention(const SeedAttentionOptions& o) : impl_(o, "out_proj.", "CrossAttention") {}
 
   template <WeightSource S>
+  void load(const Loader<S>& from) {
+    impl_.load(from);
+  }
+  template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions options = {}) {
-    impl_.load(source, prefix, options);
+    load_module(*this, source, prefix, options);
   }
 
   /// target [B, Lt, d_model], source [B, Ls, d_model] → output [B, Lt, d_model], weights [B, H, Lt, Ls]

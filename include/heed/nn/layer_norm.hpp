@@ -38,9 +38,7 @@ class LayerNorm {
   }
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
-    const Loader<S> from(source, prefix, load_options);
-    load(from);
-    from.finish();
+    load_module(*this, source, prefix, load_options);
   }
 
   /// Normalizes `n` contiguous rows of normalized_shape elements from x into y (y may be x).

@@ -44,9 +44,7 @@ class Linear {
   }
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
-    const Loader<S> from(source, prefix, load_options);
-    load(from);
-    from.finish();
+    load_module(*this, source, prefix, load_options);
   }
 
   /// Sets the parameters directly (e.g. slices of a packed in_proj_weight).

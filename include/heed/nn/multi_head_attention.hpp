@@ -17,8 +17,12 @@ class MultiHeadAttention {
   explicit MultiHeadAttention(const SeedAttentionOptions& o) : impl_(o, "w_o.", "MultiHeadAttention") {}
 
   template <WeightSource S>
+  void load(const Loader<S>& from) {
+    impl_.load(from);
+  }
+  template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions options = {}) {
-    impl_.load(source, prefix, options);
+    load_module(*this, source, prefix, options);
   }
 
   template <TensorLike Q, TensorLike K, TensorLike V>

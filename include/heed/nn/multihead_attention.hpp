@@ -101,9 +101,7 @@ class MultiheadAttention {
   }
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
-    const Loader<S> from(source, prefix, load_options);
-    load(from);
-    from.finish();
+    load_module(*this, source, prefix, load_options);
   }
 
   /// query [B, Lq, E], key [B, Lk, kdim], value [B, Lk, vdim].

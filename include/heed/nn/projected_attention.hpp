@@ -45,13 +45,15 @@ class ProjectedAttention {
   [[nodiscard]] const SeedAttentionOptions& options() const noexcept { return options_; }
 
   template <WeightSource S>
-  void load(const S& source, const std::string& prefix, LoadOptions load_options) {
-    const Loader<S> from(source, prefix, load_options);
+  void load(const Loader<S>& from) {
     w_q_.load(from.child("w_q."));
     w_k_.load(from.child("w_k."));
     w_v_.load(from.child("w_v."));
     w_o_.load(from.child(out_name_));
-    from.finish();
+  }
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    load_module(*this, source, prefix, load_options);
   }
 
   /// query [B, Lq, d], key and value [B, Lk, d]; mask is a heed mask policy.

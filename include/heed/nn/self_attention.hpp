@@ -15,8 +15,12 @@ class SelfAttention {
   explicit SelfAttention(const SeedAttentionOptions& o) : impl_(o, "out_proj.", "SelfAttention") {}
 
   template <WeightSource S>
+  void load(const Loader<S>& from) {
+    impl_.load(from);
+  }
+  template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions options = {}) {
-    impl_.load(source, prefix, options);
+    load_module(*this, source, prefix, options);
   }
 
   /// x [B, L, d_model] → output [B, L, d_model], weights [B, H, L, L]

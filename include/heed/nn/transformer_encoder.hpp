@@ -57,9 +57,7 @@ class TransformerEncoder {
   }
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
-    const Loader<S> from(source, prefix, load_options);
-    load(from);
-    from.finish();
+    load_module(*this, source, prefix, load_options);
   }
 
   template <TensorLike X>

@@ -64,9 +64,7 @@ class TransformerEncoderLayer {
   }
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
-    const Loader<S> from(source, prefix, load_options);
-    load(from);
-    from.finish();
+    load_module(*this, source, prefix, load_options);
   }
 
   /// x [B, L, d_model] → [B, L, d_model]

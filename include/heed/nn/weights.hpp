@@ -141,6 +141,15 @@ class Loader {
   std::shared_ptr<std::set<std::string>> used_;
 };
 
+/// The body of every module's `load(source, prefix, options)`: the module's `load(Loader)`,
+/// then the strict-mode check for unused names.
+template <class Module, WeightSource Source>
+void load_module(Module& module, const Source& source, const std::string& prefix, LoadOptions options) {
+  const Loader<Source> from(source, prefix, options);
+  module.load(from);
+  from.finish();
+}
+
 /// PyTorch's default initialization of nn.Linear and nn.Conv2d weights and biases:
 /// kaiming_uniform_(a = sqrt(5)) is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and so is the bias.
 /// Not PyTorch's random stream: the same distribution, from heed's seeded generator.

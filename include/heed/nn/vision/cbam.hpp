@@ -50,11 +50,13 @@ class CBAM {
   [[nodiscard]] const CBAMOptions& options() const noexcept { return options_; }
 
   template <WeightSource S>
-  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
-    const Loader<S> from(source, prefix, load_options);
+  void load(const Loader<S>& from) {
     channel_.load_linear(from, "channel_attn.2.", "channel_attn.4.");
     spatial_.load(from, "spatial_attn.0.weight");
-    from.finish();
+  }
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    load_module(*this, source, prefix, load_options);
   }
 
   template <TensorLike X>

@@ -46,14 +46,16 @@ class SEBlock {
   /// Loads `prefix + excitation.{0,2}.weight` (the seed's SEBlock) or, when absent,
   /// `prefix + fc{1,2}.{weight,bias}` (torchvision's SqueezeExcitation).
   template <WeightSource S>
-  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
-    const Loader<S> from(source, prefix, load_options);
+  void load(const Loader<S>& from) {
     if (!from.has("excitation.0.weight") && from.has("fc1.weight")) {
       gate_.load_torchvision(from);
     } else {
       gate_.load_linear(from, "excitation.0.", "excitation.2.");
     }
-    from.finish();
+  }
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    load_module(*this, source, prefix, load_options);
   }
 
   /// y = x · gate(x), and the gate [B, C].

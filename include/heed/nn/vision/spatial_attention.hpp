@@ -37,10 +37,12 @@ class SpatialAttention {
 
   /// Loads `prefix + conv.weight` [1, 2, k, k].
   template <WeightSource S>
-  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
-    const Loader<S> from(source, prefix, load_options);
+  void load(const Loader<S>& from) {
     gate_.load(from, "conv.weight");
-    from.finish();
+  }
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    load_module(*this, source, prefix, load_options);
   }
 
   template <TensorLike X>

@@ -51,6 +51,21 @@ TEST(Tensor, ZeroSizedDimensionsAreValid) {
   EXPECT_EQ(copy.shape(), t.shape());
 }
 
+TEST(Tensor, LargeBuffersAreRecycledAndStillZeroFilled) {
+  const float* first = nullptr;
+  {
+    Tensor<float, 2> a({512, 512}, 3.0f);  // 1 MiB
+    first = a.data();
+  }
+  Tensor<float, 2> b({512, 512});  // the same size comes back from the thread's cache...
+  EXPECT_EQ(b.data(), first);
+  for (index_t i = 0; i < b.numel(); ++i) ASSERT_EQ(b.data()[i], 0.0f);  // ...zero-filled all the same
+  Tensor<float, 2> c({512, 512});                                        // the cache had one block: this one is new
+  EXPECT_NE(c.data(), b.data());
+  Tensor<float, 2> moved = std::move(b);
+  EXPECT_EQ(moved.data(), first);
+}
+
 TEST(TensorView, ConvertsFromTensorAndToConst) {
   Tensor<float, 2> t({3, 4});
   TensorView<float, 2> v = t;

@@ -104,14 +104,16 @@ template <TensorLike X, TensorLike M>
   const auto in = as_view(x);
   const auto keep = as_view(allowed);
   if (keep.shape() != in.shape())
-    throw ShapeError("heed::masked_softmax: mask of shape " + to_string(keep.shape()) + " differs from x " + to_string(in.shape()));
+    throw ShapeError("heed::masked_softmax: mask of shape " + to_string(keep.shape()) + " differs from x " +
+                     to_string(in.shape()));
   Tensor<T, rank_of<X>> out(in);
   const Tensor<bool, rank_of<X>> dense_keep(keep);
   for (index_t i = 0; i < out.numel(); ++i)
     if (!dense_keep.data()[i]) out.data()[i] = -std::numeric_limits<T>::infinity();
   const index_t n = out.shape().back();
   if (n == 0) return out;
-  for (T* row = out.data(); row != out.data() + out.numel(); row += n) kernels::softmax_row(row, row, n, options.masked_rows);
+  for (T* row = out.data(); row != out.data() + out.numel(); row += n)
+    kernels::softmax_row(row, row, n, options.masked_rows);
   return out;
 }
 

@@ -11,24 +11,20 @@
 namespace heed::nn {
 
 template <class Scalar = float>
-class CrossAttention {
- public:
-  explicit CrossAttention(const SeedAttentionOptions& o) : impl_(o, "out_proj.", "CrossAttention") {}
+class CrossAttention : private detail::ProjectedAttention<Scalar> {
+  using Base = detail::ProjectedAttention<Scalar>;
 
-  template <WeightSource S>
-  void load(const Loader<S>& from) {
-    impl_.load(from);
-  }
-  template <WeightSource S>
-  void load(const S& source, const std::string& prefix = "", LoadOptions options = {}) {
-    load_module(*this, source, prefix, options);
-  }
+ public:
+  explicit CrossAttention(const SeedAttentionOptions& o) : Base(o, "out_proj.", "CrossAttention") {}
+
+  using Base::load;
+  using Base::options;
 
   /// target [B, Lt, d_model], source [B, Ls, d_model] → output [B, Lt, d_model], weights [B, H, Lt, Ls]
   template <TensorLike T, TensorLike S>
   [[nodiscard]] SeedAttentionResult<Scalar> operator()(const T& target, const S& source) const {
     const auto s = as_view(source);
-    return impl_.run(as_view(target), s, s, mask::None{}, MaskedRows::zero);
+    return this->run(as_view(target), s, s, mask::None{}, MaskedRows::zero);
   }
 
   /// With the seed's mask: bool, true = may attend, [Lt, Ls] or broadcasting to [B, H, Lt, Ls].
@@ -36,11 +32,8 @@ class CrossAttention {
   [[nodiscard]] SeedAttentionResult<Scalar> operator()(const T& target, const S& source, const M& allowed,
                                                        MaskedRows masked_rows = MaskedRows::zero) const {
     const auto s = as_view(source);
-    return impl_.run(as_view(target), s, s, mask::Allowed{allowed}, masked_rows);
+    return this->run(as_view(target), s, s, mask::Allowed{allowed}, masked_rows);
   }
-
- private:
-  detail::ProjectedAttention<Scalar> impl_;
 };
 
 }  // namespace heed::nn

@@ -12,22 +12,18 @@
 namespace heed::nn {
 
 template <class Scalar = float>
-class MultiHeadAttention {
- public:
-  explicit MultiHeadAttention(const SeedAttentionOptions& o) : impl_(o, "w_o.", "MultiHeadAttention") {}
+class MultiHeadAttention : private detail::ProjectedAttention<Scalar> {
+  using Base = detail::ProjectedAttention<Scalar>;
 
-  template <WeightSource S>
-  void load(const Loader<S>& from) {
-    impl_.load(from);
-  }
-  template <WeightSource S>
-  void load(const S& source, const std::string& prefix = "", LoadOptions options = {}) {
-    load_module(*this, source, prefix, options);
-  }
+ public:
+  explicit MultiHeadAttention(const SeedAttentionOptions& o) : Base(o, "w_o.", "MultiHeadAttention") {}
+
+  using Base::load;
+  using Base::options;
 
   template <TensorLike Q, TensorLike K, TensorLike V>
   [[nodiscard]] SeedAttentionResult<Scalar> operator()(const Q& query, const K& key, const V& value) const {
-    return impl_.run(as_view(query), as_view(key), as_view(value), mask::None{}, MaskedRows::zero);
+    return this->run(as_view(query), as_view(key), as_view(value), mask::None{}, MaskedRows::zero);
   }
 
   /// mask: bool, 1 = keep, broadcasting to [B, H, Lq, Lk] (the seed's [B, 1, 1, Lk] or [B, 1, Lq, Lk]).
@@ -39,12 +35,9 @@ class MultiHeadAttention {
     Tensor<Scalar, rank_of<M>> bias(m.shape());
     const Tensor<bool, rank_of<M>> dense(m);
     for (index_t i = 0; i < bias.numel(); ++i) bias.data()[i] = dense.data()[i] ? Scalar(0) : Scalar(-1e9);
-    return impl_.run(as_view(query), as_view(key), as_view(value), mask::Bias<Scalar>{std::move(bias)},
+    return this->run(as_view(query), as_view(key), as_view(value), mask::Bias<Scalar>{std::move(bias)},
                      MaskedRows::zero);
   }
-
- private:
-  detail::ProjectedAttention<Scalar> impl_;
 };
 
 }  // namespace heed::nn

@@ -10,29 +10,22 @@
 namespace heed::nn {
 
 template <class Scalar = float>
-class SelfAttention {
- public:
-  explicit SelfAttention(const SeedAttentionOptions& o) : impl_(o, "out_proj.", "SelfAttention") {}
+class SelfAttention : private detail::ProjectedAttention<Scalar> {
+  using Base = detail::ProjectedAttention<Scalar>;
 
-  template <WeightSource S>
-  void load(const Loader<S>& from) {
-    impl_.load(from);
-  }
-  template <WeightSource S>
-  void load(const S& source, const std::string& prefix = "", LoadOptions options = {}) {
-    load_module(*this, source, prefix, options);
-  }
+ public:
+  explicit SelfAttention(const SeedAttentionOptions& o) : Base(o, "out_proj.", "SelfAttention") {}
+
+  using Base::load;
+  using Base::options;
 
   /// x [B, L, d_model] → output [B, L, d_model], weights [B, H, L, L]
   template <TensorLike X>
   [[nodiscard]] SeedAttentionResult<Scalar> operator()(const X& x, bool causal = false) const {
     const auto v = as_view(x);
-    if (causal) return impl_.run(v, v, v, mask::Causal{}, MaskedRows::zero);
-    return impl_.run(v, v, v, mask::None{}, MaskedRows::zero);
+    if (causal) return this->run(v, v, v, mask::Causal{}, MaskedRows::zero);
+    return this->run(v, v, v, mask::None{}, MaskedRows::zero);
   }
-
- private:
-  detail::ProjectedAttention<Scalar> impl_;
 };
 
 }  // namespace heed::nn

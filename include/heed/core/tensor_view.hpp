@@ -53,6 +53,9 @@ class TensorView {
   }
   [[nodiscard]] index_t numel() const noexcept { return heed::numel(shape_); }
   [[nodiscard]] bool empty() const noexcept { return numel() == 0; }
+  /// True for a default-constructed view: how optional tensor arguments say "not given"
+  /// (a given view may still be empty, e.g. [B, 0]).
+  [[nodiscard]] bool is_null() const noexcept { return data_ == nullptr && shape_ == Shape<Rank>{}; }
 
   /// True when the elements are row-major and dense.
   [[nodiscard]] bool is_contiguous() const noexcept {

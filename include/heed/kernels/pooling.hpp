@@ -11,6 +11,16 @@
 
 namespace heed {
 
+namespace kernels {
+
+/// means[i] = the mean of the i-th of `planes` contiguous planes of `plane` elements (0 if empty).
+template <class T>
+void plane_means(const T* x, index_t planes, index_t plane, T* means) noexcept {
+  for (index_t i = 0; i < planes; ++i) means[i] = plane > 0 ? simd::sum(x + i * plane, plane) / T(plane) : T(0);
+}
+
+}  // namespace kernels
+
 /// AdaptiveAvgPool2d(1), flattened: x [B, C, H, W] → [B, C], the mean of each plane.
 template <TensorLike X>
 [[nodiscard]] Tensor<scalar_of<X>, 2> global_avg_pool(const X& x) {
@@ -19,9 +29,8 @@ template <TensorLike X>
   Tensor<T, 4> storage;
   const TensorView<const T, 4> dense = contiguous(as_view(x), storage);
   const index_t B = dense.size(0), C = dense.size(1), plane = dense.size(2) * dense.size(3);
-  Tensor<T, 2> out({B, C});
-  for (index_t bc = 0; bc < B * C; ++bc)
-    out.data()[bc] = plane > 0 ? simd::sum(dense.data() + bc * plane, plane) / T(plane) : T(0);
+  Tensor<T, 2> out({B, C}, uninitialized);
+  kernels::plane_means(dense.data(), B * C, plane, out.data());
   return out;
 }
 

@@ -64,9 +64,8 @@ class AdditiveAttention {
                                  .b_q = query_proj_.bias(),
                                  .b_k = key_proj_.bias()};
     const TensorView<const Scalar, 3> q3(q.data(), {B, 1, h}, {q.stride(0), 0, q.stride(1)});
-    const auto r = padding.empty() && padding.shape() == Shape<2>{}
-                       ? attention(q3, k, k, score, mask::None{}, {.need_weights = true})
-                       : attention(q3, k, k, score, mask::KeyPadding{padding}, {.need_weights = true});
+    const auto r = padding.is_null() ? attention(q3, k, k, score, mask::None{}, {.need_weights = true})
+                                     : attention(q3, k, k, score, mask::KeyPadding{padding}, {.need_weights = true});
     return {Tensor<Scalar, 2>(r.weights.view().reshape(Shape<2>{B, L})),
             Tensor<Scalar, 2>(r.output.view().reshape(Shape<2>{B, h}))};
   }

@@ -49,7 +49,7 @@ class AttentionPooling {
                        to_string(v.shape()));
     const TensorView<const Scalar, 3> query(score_.weight().data(), {B, 1, E}, {0, 0, 1});
     const AttentionOptions options{.need_weights = true, .masked_rows = masked_rows};
-    const bool padded = !(padding.empty() && padding.shape() == Shape<2>{});
+    const bool padded = !padding.is_null();
     const auto r = padded ? attention(query, v, v, Dot{}, mask::KeyPadding{padding}, options)
                           : attention(query, v, v, Dot{}, mask::None{}, options);
     return {Tensor<Scalar, 2>(r.output.view().reshape(Shape<2>{B, E})),

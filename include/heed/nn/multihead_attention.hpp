@@ -251,7 +251,7 @@ class MultiheadAttention {
                                   ", " + std::to_string(Lq) + ", " + std::to_string(Lk0) + "]"));
     };
     std::optional<mask::KeyPadding> padding;
-    if (!call.key_padding_mask.empty() || call.key_padding_mask.shape() != Shape<2>{}) {
+    if (!call.key_padding_mask.is_null()) {
       if (call.key_padding_mask.shape() != Shape<2>{B, Lk0})
         fail("key_padding_mask", to_string(call.key_padding_mask.shape()));
       Tensor<bool, 2> pad({B, Lk});  // extra columns visible
@@ -282,8 +282,8 @@ class MultiheadAttention {
       else
         causal(mask::None{});
     };
-    const bool has_bool = !call.attn_mask.empty() || call.attn_mask.shape() != Shape<3>{};
-    const bool has_float = !call.attn_bias.empty() || call.attn_bias.shape() != Shape<3>{};
+    const bool has_bool = !call.attn_mask.is_null();
+    const bool has_float = !call.attn_bias.is_null();
     if (has_bool && has_float)
       throw ShapeError("heed::nn::MultiheadAttention: give attn_mask (bool) or attn_bias (float), not both");
     if (has_bool) {

@@ -62,11 +62,7 @@ class TransformerEncoder {
 
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, 3> operator()(const X& x, const EncoderCall& call = {}) const {
-    const auto v = as_view(x);
-    if (v.size(2) != options_.d_model)
-      throw ShapeError("heed::nn::TransformerEncoder: expects d_model " + std::to_string(options_.d_model) +
-                       ", got x " + to_string(v.shape()));
-    Tensor<Scalar, 3> out(v);
+    Tensor<Scalar, 3> out = encoder_input<Scalar>(x, options_.d_model, "TransformerEncoder");
     for (const auto& layer : layers_) layer.forward_in_place(out, call);
     if (options_.final_norm) norm_.rows(out.data(), out.data(), out.numel() / options_.d_model);
     return out;

@@ -40,6 +40,17 @@ struct EncoderCall {
   MaskedRows masked_rows = MaskedRows::zero;
 };
 
+/// A copy of x [B, L, d_model] for an encoder to work on in place; ShapeError on another width.
+template <class Scalar, class X>
+Tensor<Scalar, 3> encoder_input(const X& x, index_t d_model, const char* who) {
+  static_assert(rank_of<X> == 3 && std::is_same_v<scalar_of<X>, Scalar>, "an encoder takes x [B, L, d_model]");
+  const auto v = as_view(x);
+  if (v.size(2) != d_model)
+    throw ShapeError(std::string("heed::nn::") + who + ": expects d_model " + std::to_string(d_model) + ", got x " +
+                     to_string(v.shape()));
+  return Tensor<Scalar, 3>(v);
+}
+
 template <class Scalar = float>
 class TransformerEncoderLayer {
  public:
@@ -70,11 +81,7 @@ class TransformerEncoderLayer {
   /// x [B, L, d_model] → [B, L, d_model]
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, 3> operator()(const X& x, const EncoderCall& call = {}) const {
-    const auto v = as_view(x);
-    if (v.size(2) != options_.d_model)
-      throw ShapeError("heed::nn::TransformerEncoderLayer: expects d_model " + std::to_string(options_.d_model) +
-                       ", got x " + to_string(v.shape()));
-    Tensor<Scalar, 3> out(v);
+    Tensor<Scalar, 3> out = encoder_input<Scalar>(x, options_.d_model, "TransformerEncoderLayer");
     forward_in_place(out, call);
     return out;
   }

@@ -72,7 +72,7 @@ class CBAM {
       Scalar* ca = &r.channel_weights(b, 0);
       Scalar* sa = &r.spatial_map(b, 0, 0, 0);
       Scalar* mean_max = scratch + 2 * C;
-      for (index_t c = 0; c < C; ++c) scratch[c] = simd::sum(xb + c * plane, plane) / Scalar(plane);
+      kernels::plane_means(xb, C, plane, scratch);
       channel_.row(scratch, scratch + C, ca);
       kernels::scaled_channel_mean_max(xb, ca, C, plane, mean_max, mean_max + plane);
       spatial_.row(mean_max, H, W, sa);

@@ -68,7 +68,7 @@ class SEBlock {
     vision::detail::for_each_sample<Scalar>(B, 2 * C, [&](index_t b, Scalar* scratch) {
       const Scalar* xb = in.data() + b * C * plane;
       Scalar* gate = &r.channel_weights(b, 0);
-      for (index_t c = 0; c < C; ++c) scratch[c] = simd::sum(xb + c * plane, plane) / Scalar(plane);
+      kernels::plane_means(xb, C, plane, scratch);
       gate_.row(scratch, scratch + C, gate);
       for (index_t c = 0; c < C; ++c)
         simd::scale_into(gate[c], xb + c * plane, r.output.data() + (b * C + c) * plane, plane);

@@ -4,6 +4,7 @@
 #include "heed/nn/additive_attention.hpp"
 #include "heed/nn/attention_classifier.hpp"
 #include "heed/nn/attention_pooling.hpp"
+#include "heed/nn/conv2d.hpp"
 #include "heed/nn/cross_attention.hpp"
 #include "heed/nn/embedding.hpp"
 #include "heed/nn/layer_norm.hpp"

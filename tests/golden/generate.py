@@ -531,6 +531,31 @@ def seed_modules():
     save("seed_modules", t)
 
 
+@fixture
+def npy():
+    """NumPy's own .npy files: versions 1.0/2.0/3.0, each supported dtype, Fortran order,
+    big-endian, and dtypes heed refuses. The values are a formula the test recomputes."""
+    import numpy as np
+    out = HERE / "npy"
+    out.mkdir(exist_ok=True)
+    base = np.arange(24, dtype=np.float64).reshape(2, 3, 4) * 0.5 - 3.0   # x[i,j,k] = 6i + 2j + k/2 - 3
+    def write(name, array, version=None):
+        with open(out / f"{name}.npy", "wb") as f:
+            np.lib.format.write_array(f, array, version=version)
+    write("f4_v1", base.astype("<f4"), (1, 0))
+    write("f4_v2", base.astype("<f4"), (2, 0))
+    write("f4_v3", base.astype("<f4"), (3, 0))
+    write("f8", base.astype("<f8"))
+    write("i4", (base * 2).astype("<i4"))
+    write("i8", (base * 2).astype("<i8"))
+    write("b1", base > 0)
+    write("f8_fortran", np.asfortranarray(base))
+    write("f4_big_endian", base.astype(">f4"))
+    write("c8_unsupported", base.astype("<c8"))
+    write("u3_unsupported", np.array(["abc", "de"]))
+    print(f"wrote {out.relative_to(HERE.parent.parent)}/*.npy")
+
+
 def main(names):
     for name in names or FIXTURES:
         if name not in FIXTURES:

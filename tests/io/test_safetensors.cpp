@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -160,6 +162,49 @@ TEST(SafeTensors, EveryTruncationOfAValidFileIsAFormatError) {
     std::vector<std::byte> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(len));
     EXPECT_THROW((void)SafeTensors::from_bytes(cut), FormatError) << "length " << len;
   }
+}
+
+TEST(SafeTensors, OpenMapsTheFileAndCopyModeReadsTheSame) {
+  namespace fs = std::filesystem;
+  const fs::path path = fs::temp_directory_path() / "heed_test_mapped.safetensors";
+  const auto x = heed::randn<float>({64, 33}, 5);
+  heed::io::SafeTensorsWriter().add("x", x).metadata("heed.config", R"({"d":33})").write(path);
+  const SafeTensors mapped = SafeTensors::open(path);
+  const SafeTensors copied = SafeTensors::open(path, heed::io::ReadMode::copy);
+#if defined(HEED_HAVE_MMAP)
+  EXPECT_TRUE(mapped.is_mapped());
+#endif
+  EXPECT_FALSE(copied.is_mapped());
+  EXPECT_TRUE(heed::test::all_close(mapped.get<float, 2>("x"), x, {0, 0}));
+  EXPECT_TRUE(heed::test::all_close(copied.get<float, 2>("x"), x, {0, 0}));
+  EXPECT_EQ(mapped.metadata("heed.config", ""), R"({"d":33})");
+  EXPECT_EQ(mapped.metadata("absent", "fallback"), "fallback");
+  const SafeTensors kept = mapped;  // copies share the mapping, which outlives the original
+  fs::remove(path);                 // an unlinked file stays readable through its mapping
+  EXPECT_TRUE(heed::test::all_close(kept.get<float, 2>("x"), x, {0, 0}));
+}
+
+TEST(SafeTensors, TruncatedFileOnDiskNamesTheFile) {
+  namespace fs = std::filesystem;
+  const fs::path path = fs::temp_directory_path() / "heed_test_truncated.safetensors";
+  auto bytes = heed::io::SafeTensorsWriter().add("w", heed::randn<float>({8, 8}, 6)).to_bytes();
+  bytes.resize(bytes.size() - 3);
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  for (const auto mode : {heed::io::ReadMode::map, heed::io::ReadMode::copy}) {
+    try {
+      (void)SafeTensors::open(path, mode);
+      ADD_FAILURE() << "a truncated file opened";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("heed_test_truncated.safetensors"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("tensor \"w\""), std::string::npos) << e.what();
+    }
+  }
+  const fs::path empty = fs::temp_directory_path() / "heed_test_empty.safetensors";
+  std::ofstream(empty, std::ios::binary).flush();
+  EXPECT_THROW((void)SafeTensors::open(empty), FormatError);
+  fs::remove(path);
+  fs::remove(empty);
 }
 
 TEST(SafeTensors, MissingFileIsAnIoError) {

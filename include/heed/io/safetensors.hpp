@@ -8,6 +8,11 @@
 //   - every byte range matches shape × dtype size (without overflow), the ranges are
 //     contiguous from 0, and they cover the data exactly: no gaps, no overlaps, no trailing bytes.
 // Every violation is a FormatError naming the file and the tensor; nothing is read out of bounds.
+//
+// SafeTensors::open memory-maps the file where the platform has mmap (POSIX), so a large file
+// is never copied twice: `get` converts straight from the mapped pages into the Tensor it
+// returns, and pages nobody reads are never loaded. Elsewhere, or with ReadMode::copy, the file
+// is read into memory once.
 
 #include <algorithm>
 #include <array>
@@ -31,6 +36,14 @@
 #include "heed/core/shape.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/io/json.hpp"
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define HEED_HAVE_MMAP 1
+#endif
 
 namespace heed::io {
 
@@ -205,31 +218,83 @@ void convert(const std::byte* src, DType dtype, index_t count, Scalar* dst, cons
 
 }  // namespace detail
 
-/// A validated safetensors file held in memory. Cheap to copy (the bytes are shared).
+/// How SafeTensors::open reads a file: mapped (the default where mmap exists) or copied into memory.
+enum class ReadMode { map, copy };
+
+namespace detail {
+
+/// The bytes of a file, mapped or read, kept alive by whoever shares them.
+struct FileBytes {
+  std::shared_ptr<const void> owner;
+  const std::byte* data = nullptr;
+  std::size_t size = 0;
+  bool mapped = false;
+};
+
+[[nodiscard]] inline FileBytes read_file_bytes(const std::filesystem::path& path, std::string_view who) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw IoError(std::string(who) + ": cannot open " + path.string());
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw IoError(std::string(who) + ": cannot read the size of " + path.string());
+  auto bytes = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(size));
+  in.seekg(0);
+  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes->data()), size))
+    throw IoError(std::string(who) + ": cannot read " + path.string());
+  return {bytes, bytes->data(), bytes->size(), false};
+}
+
+[[nodiscard]] inline FileBytes map_file_bytes(const std::filesystem::path& path, std::string_view who) {
+#if defined(HEED_HAVE_MMAP)
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(std::string(who) + ": cannot open " + path.string());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return read_file_bytes(path, who);  // not a regular file (a pipe, a device): read it
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return {};
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);  // the mapping keeps the file
+  if (p == MAP_FAILED) return read_file_bytes(path, who);
+  std::shared_ptr<const void> owner(p, [size](const void* q) { ::munmap(const_cast<void*>(q), size); });
+  return {std::move(owner), static_cast<const std::byte*>(p), size, true};
+#else
+  return read_file_bytes(path, who);
+#endif
+}
+
+}  // namespace detail
+
+/// A validated safetensors file, memory-mapped or held in memory. Cheap to copy (the bytes are shared).
 class SafeTensors {
  public:
   static constexpr std::uint64_t max_header_size = 100'000'000;
 
-  /// Reads and validates a file. IoError if it cannot be read, FormatError if it is malformed.
-  static SafeTensors open(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) throw IoError("heed::io::SafeTensors: cannot open " + path.string());
-    const std::streamoff size = in.tellg();
-    if (size < 0) throw IoError("heed::io::SafeTensors: cannot read the size of " + path.string());
-    std::vector<std::byte> bytes(static_cast<std::size_t>(size));
-    in.seekg(0);
-    if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
-      throw IoError("heed::io::SafeTensors: cannot read " + path.string());
-    return from_bytes(std::move(bytes), path.string());
+  /// Opens and validates a file: IoError if it cannot be read, FormatError if it is malformed.
+  /// ReadMode::map (the default) maps it where the platform can and reads it otherwise.
+  static SafeTensors open(const std::filesystem::path& path, ReadMode mode = ReadMode::map) {
+    constexpr std::string_view who = "heed::io::SafeTensors";
+    return from_file_bytes(
+        mode == ReadMode::map ? detail::map_file_bytes(path, who) : detail::read_file_bytes(path, who), path.string());
   }
 
   /// Validates bytes already in memory; `origin` names them in error messages.
   static SafeTensors from_bytes(std::vector<std::byte> bytes, std::string origin = "<memory>") {
-    SafeTensors st;
-    st.origin_ = std::move(origin);
-    st.bytes_ = std::make_shared<const std::vector<std::byte>>(std::move(bytes));
-    st.validate();
-    return st;
+    auto owned = std::make_shared<const std::vector<std::byte>>(std::move(bytes));
+    return from_file_bytes({owned, owned->data(), owned->size(), false}, std::move(origin));
+  }
+
+  /// True when the bytes are a memory mapping of the file (no copy was made).
+  [[nodiscard]] bool is_mapped() const noexcept { return bytes_.mapped; }
+
+  /// A metadata value, or `fallback` when the key is absent.
+  [[nodiscard]] std::string metadata(const std::string& key, std::string fallback) const {
+    const auto it = metadata_.find(key);
+    return it == metadata_.end() ? std::move(fallback) : it->second;
   }
 
   [[nodiscard]] const std::string& origin() const noexcept { return origin_; }
@@ -256,7 +321,7 @@ class SafeTensors {
   /// The raw little-endian bytes of a tensor.
   [[nodiscard]] std::span<const std::byte> raw(std::string_view name) const {
     const TensorInfo& t = info(name);
-    return {bytes_->data() + data_start_ + t.begin, t.end - t.begin};
+    return {bytes_.data + data_start_ + t.begin, t.end - t.begin};
   }
 
   /// The tensor `name`, converted to Scalar. ShapeError if its rank is not Rank;
@@ -271,7 +336,7 @@ class SafeTensors {
     Shape<Rank> shape{};
     std::copy(t.shape.begin(), t.shape.end(), shape.begin());
     Tensor<Scalar, Rank> out(shape);
-    detail::convert(bytes_->data() + data_start_ + t.begin, t.dtype, out.numel(), out.data(), where);
+    detail::convert(bytes_.data + data_start_ + t.begin, t.dtype, out.numel(), out.data(), where);
     return out;
   }
 
@@ -284,6 +349,14 @@ class SafeTensors {
  private:
   SafeTensors() = default;
 
+  static SafeTensors from_file_bytes(detail::FileBytes bytes, std::string origin) {
+    SafeTensors st;
+    st.origin_ = std::move(origin);
+    st.bytes_ = std::move(bytes);
+    st.validate();
+    return st;
+  }
+
   [[nodiscard]] const TensorInfo* find(std::string_view name) const noexcept {
     for (const auto& t : tensors_)
       if (t.name == name) return &t;
@@ -293,7 +366,7 @@ class SafeTensors {
   [[noreturn]] void fail(const std::string& why) const { throw FormatError(origin_ + ": " + why); }
 
   void validate() {
-    const std::vector<std::byte>& bytes = *bytes_;
+    const std::span<const std::byte> bytes(bytes_.data, bytes_.size);
     if (bytes.size() < 8)
       fail("file of " + std::to_string(bytes.size()) + " bytes is too small for a safetensors header");
     const auto header_size = detail::load_le<std::uint64_t>(bytes.data());
@@ -387,7 +460,7 @@ class SafeTensors {
     if (end - begin != nbytes)
       fail(where + ": data_offsets span " + std::to_string(end - begin) + " bytes but shape " + shape_text(t.shape) +
            " of " + std::string(dtype_name(t.dtype)) + " needs " + std::to_string(nbytes));
-    if (end > bytes_->size() - data_start_)
+    if (end > bytes_.size - data_start_)
       fail(where + ": data_offsets end " + std::to_string(end) + " runs past the end of the file");
     t.begin = static_cast<std::size_t>(begin);
     t.end = static_cast<std::size_t>(end);
@@ -395,7 +468,7 @@ class SafeTensors {
   }
 
   std::string origin_;
-  std::shared_ptr<const std::vector<std::byte>> bytes_;
+  detail::FileBytes bytes_;
   std::size_t data_start_ = 0;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, std::string> metadata_;

@@ -5,14 +5,19 @@
 // State dict: embedding.weight, pos_encoding.pe (optional: heed computes the same table),
 // transformer.layers.{i}.* (nn.TransformerEncoder, gelu, post-norm), attn_pool.0.*,
 // classifier.0.*, classifier.3.*.
+// from_file(path) builds the model from a safetensors file alone when its __metadata__ carries
+// "heed.config" (the options as JSON), as examples/train/train_fortunes.py writes it.
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/nn/activation.hpp"
+#include "heed/io/safetensors.hpp"
 #include "heed/nn/attention_pooling.hpp"
+#include "heed/nn/config.hpp"
 #include "heed/nn/embedding.hpp"
 #include "heed/nn/linear.hpp"
 #include "heed/nn/positional_encoding.hpp"
@@ -58,6 +63,27 @@ class AttentionClassifier {
   }
 
   [[nodiscard]] const AttentionClassifierOptions& options() const noexcept { return options_; }
+
+  /// The model described by a file's metadata, with every parameter loaded (strictly: a tensor
+  /// nothing uses is an error too). FormatError/ShapeError/IoError name the file.
+  [[nodiscard]] static AttentionClassifier from_file(const std::filesystem::path& path) {
+    return from_safetensors(io::SafeTensors::open(path));
+  }
+  [[nodiscard]] static AttentionClassifier from_safetensors(const io::SafeTensors& file) {
+    AttentionClassifierOptions o;
+    ModuleConfig::from_metadata(file, "AttentionClassifier")
+        .read("vocab_size", o.vocab_size)
+        .read("embed_dim", o.embed_dim)
+        .read("hidden_dim", o.hidden_dim)
+        .read("num_classes", o.num_classes)
+        .read("n_heads", o.n_heads)
+        .read("num_layers", o.num_layers)
+        .read("max_len", o.max_len)
+        .finish();
+    AttentionClassifier model(o);
+    model.load(file, "", {.strict = true});
+    return model;
+  }
 
   template <WeightSource S>
   void load(const Loader<S>& from) {

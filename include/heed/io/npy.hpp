@@ -1,0 +1,296 @@
+#pragma once
+// NumPy .npy files (https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html):
+// the magic "\x93NUMPY", a version byte pair, a header length (u16 in 1.0, u32 in 2.0 and 3.0),
+// a Python dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } padded
+// with spaces to a multiple of 64 bytes, then the raw data.
+//
+// load_npy reads versions 1.0, 2.0 and 3.0 with the dtypes <f4 <f8 <i4 <i8 |b1 |u1 |i1 (and
+// the big-endian >f4 >f8 >i4 >i8, byte-swapped on the way in), in C or Fortran order (Fortran
+// data is transposed into heed's row-major layout), converted to the Scalar asked for.
+// Anything else (object arrays, structured dtypes, unicode) is a FormatError naming the file
+// and the dtype. save_npy writes version 1.0, or 2.0 when the header needs more than 64 KiB.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "heed/core/error.hpp"
+#include "heed/core/shape.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/io/safetensors.hpp"
+
+namespace heed::io {
+
+/// What an .npy header says.
+struct NpyHeader {
+  DType dtype = DType::F32;
+  bool big_endian = false;
+  bool fortran_order = false;
+  std::vector<index_t> shape;
+  std::size_t data_offset = 0;  ///< bytes before the data
+};
+
+namespace detail {
+
+// The header dict, as NumPy writes it: string keys, and values that are a string, True/False,
+// or a tuple of non-negative integers. Every malformation is a FormatError naming `where`.
+class NpyDictParser {
+ public:
+  NpyDictParser(std::string_view text, std::string where) : s_(text), where_(std::move(where)) {}
+
+  NpyHeader parse() {
+    NpyHeader h;
+    bool have_descr = false, have_order = false, have_shape = false;
+    expect('{');
+    while (true) {
+      skip_space();
+      if (peek() == '}') break;
+      const std::string key = string();
+      expect(':');
+      skip_space();
+      if (key == "descr") {
+        descr(string(), h);
+        have_descr = true;
+      } else if (key == "fortran_order") {
+        h.fortran_order = boolean();
+        have_order = true;
+      } else if (key == "shape") {
+        h.shape = tuple();
+        have_shape = true;
+      } else {
+        fail("unknown header key '" + key + "'");
+      }
+      skip_space();
+      if (peek() == ',') {
+        ++at_;
+        continue;
+      }
+      skip_space();
+      if (peek() != '}') fail("expected ',' or '}' in the header");
+    }
+    if (!have_descr || !have_order || !have_shape) fail("the header lacks one of 'descr', 'fortran_order', 'shape'");
+    return h;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw FormatError(where_ + ": " + why + " (header: " + std::string(s_) + ")");
+  }
+  char peek() const { return at_ < s_.size() ? s_[at_] : '\0'; }
+  void skip_space() {
+    while (at_ < s_.size() && (s_[at_] == ' ' || s_[at_] == '\n' || s_[at_] == '\t')) ++at_;
+  }
+  void expect(char c) {
+    skip_space();
+    if (peek() != c) fail(std::string("expected '") + c + "'");
+    ++at_;
+  }
+  std::string string() {
+    skip_space();
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') fail("expected a quoted string");
+    const std::size_t end = s_.find(quote, at_ + 1);
+    if (end == std::string_view::npos) fail("unterminated string");
+    std::string out(s_.substr(at_ + 1, end - at_ - 1));
+    at_ = end + 1;
+    return out;
+  }
+  bool boolean() {
+    if (s_.substr(at_, 4) == "True") return at_ += 4, true;
+    if (s_.substr(at_, 5) == "False") return at_ += 5, false;
+    fail("fortran_order is neither True nor False");
+  }
+  std::vector<index_t> tuple() {
+    expect('(');
+    std::vector<index_t> out;
+    while (true) {
+      skip_space();
+      if (peek() == ')') break;
+      if (peek() < '0' || peek() > '9') fail("the shape holds something other than non-negative integers");
+      std::uint64_t value = 0;
+      while (peek() >= '0' && peek() <= '9') {
+        if (value > (static_cast<std::uint64_t>(INT64_MAX) - 9) / 10) fail("a shape extent overflows");
+        value = value * 10 + static_cast<std::uint64_t>(peek() - '0');
+        ++at_;
+      }
+      out.push_back(static_cast<index_t>(value));
+      skip_space();
+      if (peek() == ',') ++at_;
+    }
+    ++at_;
+    return out;
+  }
+  void descr(const std::string& d, NpyHeader& h) {
+    if (d.size() >= 2 && (d[0] == '<' || d[0] == '>' || d[0] == '|' || d[0] == '=')) {
+      h.big_endian = d[0] == '>';
+      const std::string_view code = std::string_view(d).substr(1);
+      if (code == "f4") return void(h.dtype = DType::F32);
+      if (code == "f8") return void(h.dtype = DType::F64);
+      if (code == "f2") return void(h.dtype = DType::F16);
+      if (code == "i4") return void(h.dtype = DType::I32);
+      if (code == "i8") return void(h.dtype = DType::I64);
+      if (code == "b1") return void(h.dtype = DType::BOOL);
+      if (code == "u1") return void(h.dtype = DType::U8);
+      if (code == "i1") return void(h.dtype = DType::I8);
+    }
+    fail("unsupported dtype '" + d + "' (heed reads f2, f4, f8, i1, i4, i8, u1 and b1)");
+  }
+
+  std::string_view s_;
+  std::string where_;
+  std::size_t at_ = 0;
+};
+
+[[nodiscard]] inline NpyHeader parse_npy_header(std::span<const std::byte> bytes, const std::string& where) {
+  static constexpr char magic[] = "\x93NUMPY";
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), magic, 6) != 0)
+    throw FormatError(where + ": not an .npy file (no \\x93NUMPY magic)");
+  const auto major = static_cast<unsigned>(bytes[6]);
+  const auto minor = static_cast<unsigned>(bytes[7]);
+  std::size_t length = 0, start = 0;
+  if (major == 1) {
+    length = load_le<std::uint16_t>(bytes.data() + 8);
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) throw FormatError(where + ": truncated .npy header");
+    length = load_le<std::uint32_t>(bytes.data() + 8);
+    start = 12;
+  } else {
+    throw FormatError(where + ": .npy version " + std::to_string(major) + "." + std::to_string(minor) +
+                      " is not supported (1.0, 2.0 and 3.0 are)");
+  }
+  if (length > bytes.size() - start)
+    throw FormatError(where + ": the .npy header of " + std::to_string(length) +
+                      " bytes runs past the end of the file (" + std::to_string(bytes.size()) + " bytes)");
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data() + start), length);
+  NpyHeader h = NpyDictParser(text, where).parse();
+  h.data_offset = start + length;
+  return h;
+}
+
+// Reverses the bytes of each `size`-byte element in place.
+inline void swap_bytes(std::byte* data, std::size_t count, std::size_t size) noexcept {
+  for (std::size_t i = 0; i < count; ++i) std::reverse(data + i * size, data + (i + 1) * size);
+}
+
+}  // namespace detail
+
+/// Reads the header only (dtype, order, shape), e.g. to choose the Rank to load with.
+[[nodiscard]] inline NpyHeader read_npy_header(const std::filesystem::path& path) {
+  const detail::FileBytes file = detail::map_file_bytes(path, "heed::io::load_npy");
+  return detail::parse_npy_header({file.data, file.size}, path.string());
+}
+
+/// Parses .npy bytes already in memory; `origin` names them in errors.
+template <class Scalar, std::size_t Rank>
+[[nodiscard]] Tensor<Scalar, Rank> npy_from_bytes(std::span<const std::byte> bytes, const std::string& origin) {
+  const NpyHeader h = detail::parse_npy_header(bytes, origin);
+  if (h.shape.size() != Rank)
+    throw ShapeError(origin + ": the array has rank " + std::to_string(h.shape.size()) + " (shape " +
+                     SafeTensors::shape_text(h.shape) + "), expected rank " + std::to_string(Rank));
+  Shape<Rank> shape{};
+  std::copy(h.shape.begin(), h.shape.end(), shape.begin());
+  std::uint64_t count = 1;
+  for (const index_t e : h.shape) {
+    if (e != 0 && count > static_cast<std::uint64_t>(INT64_MAX) / static_cast<std::uint64_t>(e))
+      throw FormatError(origin + ": shape " + SafeTensors::shape_text(h.shape) + " overflows");
+    count *= static_cast<std::uint64_t>(e);
+  }
+  const std::size_t size = dtype_size(h.dtype);
+  const std::size_t available = bytes.size() - h.data_offset;
+  if (count > available / size)
+    throw FormatError(origin + ": shape " + SafeTensors::shape_text(h.shape) + " needs " +
+                      std::to_string(count * size) + " bytes of data, the file holds " + std::to_string(available));
+
+  std::vector<std::byte> data(bytes.begin() + static_cast<std::ptrdiff_t>(h.data_offset),
+                              bytes.begin() + static_cast<std::ptrdiff_t>(h.data_offset + count * size));
+  if (h.big_endian) detail::swap_bytes(data.data(), count, size);  // convert() reads little-endian
+  if (!h.fortran_order || Rank < 2) {
+    Tensor<Scalar, Rank> out(shape, uninitialized);
+    detail::convert(data.data(), h.dtype, out.numel(), out.data(), origin);
+    return out;
+  }
+  // Fortran order is C order of the reversed shape: read it so, then transpose into place.
+  Shape<Rank> reversed{};
+  std::reverse_copy(shape.begin(), shape.end(), reversed.begin());
+  Tensor<Scalar, Rank> column_major(reversed, uninitialized);
+  detail::convert(data.data(), h.dtype, column_major.numel(), column_major.data(), origin);
+  Shape<Rank> strides{};
+  for (std::size_t k = 0; k < Rank; ++k) strides[k] = column_major.view().strides()[Rank - 1 - k];
+  return Tensor<Scalar, Rank>(TensorView<const Scalar, Rank>(column_major.data(), shape, strides));
+}
+
+/// Loads an .npy file as a Tensor<Scalar, Rank>. IoError if it cannot be read; FormatError for
+/// a malformed or unsupported file; ShapeError if its rank is not Rank. Errors name the file.
+template <class Scalar, std::size_t Rank>
+[[nodiscard]] Tensor<Scalar, Rank> load_npy(const std::filesystem::path& path) {
+  const detail::FileBytes file = detail::map_file_bytes(path, "heed::io::load_npy");
+  return npy_from_bytes<Scalar, Rank>({file.data, file.size}, path.string());
+}
+
+/// The .npy bytes of a tensor (C order, little-endian).
+template <class Scalar, std::size_t Rank>
+[[nodiscard]] std::vector<std::byte> npy_to_bytes(const TensorView<const Scalar, Rank>& tensor) {
+  std::string descr;
+  if constexpr (std::is_same_v<Scalar, bool>)
+    descr = "|b1";
+  else if constexpr (std::is_same_v<Scalar, float>)
+    descr = "<f4";
+  else if constexpr (std::is_same_v<Scalar, double>)
+    descr = "<f8";
+  else if constexpr (std::is_same_v<Scalar, std::int32_t>)
+    descr = "<i4";
+  else if constexpr (std::is_same_v<Scalar, std::int64_t>)
+    descr = "<i8";
+  else if constexpr (std::is_same_v<Scalar, std::uint8_t>)
+    descr = "|u1";
+  else if constexpr (std::is_same_v<Scalar, std::int8_t>)
+    descr = "|i1";
+  else
+    static_assert(sizeof(Scalar) == 0, "save_npy: no .npy dtype for this scalar");
+
+  std::string dims;
+  for (std::size_t k = 0; k < Rank; ++k) dims += (k ? ", " : "") + std::to_string(tensor.size(k));
+  if (Rank == 1) dims += ",";
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  const bool v2 = header.size() + 64 + 10 > 65535;
+  const std::size_t prefix = v2 ? 12 : 10;
+  header.append((64 - (prefix + header.size() + 1) % 64) % 64, ' ');  // magic to data: a multiple of 64
+  header += '\n';
+
+  const Tensor<Scalar, Rank> dense(tensor);
+  const std::size_t data_size = static_cast<std::size_t>(dense.numel()) * sizeof(Scalar);
+  std::vector<std::byte> out(prefix + header.size() + data_size);
+  std::memcpy(out.data(), "\x93NUMPY", 6);
+  out[6] = std::byte{static_cast<unsigned char>(v2 ? 2 : 1)};
+  out[7] = std::byte{0};
+  if (v2)
+    detail::store_le(out.data() + 8, static_cast<std::uint32_t>(header.size()));
+  else
+    detail::store_le(out.data() + 8, static_cast<std::uint16_t>(header.size()));
+  std::memcpy(out.data() + prefix, header.data(), header.size());
+  std::byte* data = out.data() + prefix + header.size();
+  for (index_t i = 0; i < dense.numel(); ++i)
+    detail::store_le(data + static_cast<std::size_t>(i) * sizeof(Scalar), dense.data()[i]);
+  return out;
+}
+
+/// Writes a tensor as .npy (version 1.0; 2.0 if the header would exceed 64 KiB). IoError on failure.
+template <TensorLike T>
+void save_npy(const std::filesystem::path& path, const T& tensor) {
+  const auto view = as_view(tensor);
+  const std::vector<std::byte> bytes =
+      npy_to_bytes<std::remove_const_t<scalar_of<T>>, rank_of<T>>(TensorView<const scalar_of<T>, rank_of<T>>(view));
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw IoError("heed::io::save_npy: cannot create " + path.string());
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw IoError("heed::io::save_npy: cannot write " + path.string());
+}
+
+}  // namespace heed::io

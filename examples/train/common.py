@@ -9,17 +9,27 @@ import struct
 
 import torch
 
-_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.int32: "I32",
-           torch.uint8: "U8", torch.bool: "BOOL"}
+_DTYPES = {
+    torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
+    torch.int64: "I64", torch.int32: "I32", torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL",
+}
+
+
+def _raw_bytes(t):
+    t = t.detach().contiguous().cpu()
+    if t.dtype in (torch.float16, torch.bfloat16):
+        return t.view(torch.int16).numpy().tobytes()
+    return t.numpy().tobytes()
 
 
 def save_safetensors(path, tensors, metadata=None):
+    """Writes safetensors: names sorted, data aligned to 8 bytes, as the reference writer does."""
     header, blobs, offset = {}, [], 0
     if metadata:
         header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
     for key in sorted(tensors):
-        t = tensors[key].detach().contiguous().cpu()
-        data = t.numpy().tobytes()
+        t = tensors[key]
+        data = _raw_bytes(t)
         header[key] = {"dtype": _DTYPES[t.dtype], "shape": list(t.shape),
                        "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
@@ -27,7 +37,7 @@ def save_safetensors(path, tensors, metadata=None):
     text = json.dumps(header, separators=(",", ":"))
     text += " " * ((8 - (8 + len(text)) % 8) % 8)
     path.write_bytes(struct.pack("<Q", len(text)) + text.encode() + b"".join(blobs))
-    print(f"wrote {path} ({path.stat().st_size} bytes)")
+    print(f"wrote {path.name} ({path.stat().st_size} bytes)")
 
 
 class PositionalEncoding(torch.nn.Module):

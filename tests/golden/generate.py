@@ -9,8 +9,8 @@ Run with Debian's interpreter after `apt-get install python3-torch python3-numpy
 
 The fixtures are committed; the tests read them and never need PyTorch. Every fixture is
 seeded, so a rerun with the same PyTorch rewrites the same bytes.
-Debian has no Python safetensors package, so the format (u64 little-endian header length,
-JSON header, raw little-endian data) is written here by hand.
+Debian has no Python safetensors package, so the format is written by hand, in
+examples/train/common.py (shared with the demo's training scripts, as are the seed's modules).
 """
 import json
 import math
@@ -21,38 +21,16 @@ import sys
 import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
+# The seed's PyTorch modules and the safetensors writer, shared with the demo's training scripts.
+sys.path.insert(0, str(HERE.parent.parent / "examples" / "train"))
+from common import CBAM, AttentionClassifier, PositionalEncoding, save_safetensors  # noqa: E402
 FIXTURES = {}
-
-_DTYPES = {
-    torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
-    torch.int64: "I64", torch.int32: "I32", torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL",
-}
-
-
-def _raw_bytes(t):
-    t = t.detach().contiguous().cpu()
-    if t.dtype in (torch.float16, torch.bfloat16):
-        return t.view(torch.int16).numpy().tobytes()
-    return t.numpy().tobytes()
 
 
 def save(name, tensors, metadata=None):
-    """Writes tests/golden/<name>.safetensors (names sorted, data aligned as the reference does)."""
-    header, blobs, offset = {}, [], 0
-    if metadata:
-        header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
-    for key in sorted(tensors):
-        t = tensors[key]
-        data = _raw_bytes(t)
-        header[key] = {"dtype": _DTYPES[t.dtype], "shape": list(t.shape),
-                       "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":"))
-    text += " " * ((8 - (8 + len(text)) % 8) % 8)
+    """Writes tests/golden/<name>.safetensors."""
     path = HERE / f"{name}.safetensors"
-    path.write_bytes(struct.pack("<Q", len(text)) + text.encode() + b"".join(blobs))
-    print(f"wrote {path.relative_to(HERE.parent.parent)} ({path.stat().st_size} bytes)")
+    save_safetensors(path, tensors, metadata)
 
 
 def fixture(fn):
@@ -211,27 +189,6 @@ class SpatialAttention(torch.nn.Module):
         max_out, _ = torch.max(x, dim=1, keepdim=True)
         scale = self.sigmoid(self.conv(torch.cat([avg_out, max_out], dim=1)))
         return x * scale, scale
-
-
-class CBAM(torch.nn.Module):
-    """Seed 000 §4.3, verbatim (plus returning both maps)."""
-    def __init__(self, channels, reduction=16, kernel_size=7):
-        super().__init__()
-        self.channel_attn = torch.nn.Sequential(
-            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
-            torch.nn.Linear(channels, channels // reduction, bias=False), torch.nn.ReLU(inplace=True),
-            torch.nn.Linear(channels // reduction, channels, bias=False), torch.nn.Sigmoid())
-        self.spatial_attn = torch.nn.Sequential(
-            torch.nn.Conv2d(2, 1, kernel_size, padding=kernel_size // 2, bias=False), torch.nn.Sigmoid())
-
-    def forward(self, x):
-        b, c, _, _ = x.size()
-        ca = self.channel_attn(x).view(b, c, 1, 1)
-        x = x * ca
-        avg_out = torch.mean(x, dim=1, keepdim=True)
-        max_out, _ = torch.max(x, dim=1, keepdim=True)
-        sa = self.spatial_attn(torch.cat([avg_out, max_out], dim=1))
-        return x * sa, ca.view(b, c), sa
 
 
 def _prefixed(prefix, module):
@@ -445,48 +402,6 @@ class SeedProjected(torch.nn.Module):
         return self.out_proj(context), attn_weights
 
 
-class SeedPositionalEncoding(torch.nn.Module):
-    """Seed 000 §3.3, verbatim."""
-    def __init__(self, d_model, max_len=5000, dropout=0.1):
-        super().__init__()
-        self.dropout = torch.nn.Dropout(p=dropout)
-        pe = torch.zeros(max_len, d_model)
-        position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
-        div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
-        pe[:, 0::2] = torch.sin(position * div_term)
-        pe[:, 1::2] = torch.cos(position * div_term)
-        self.register_buffer("pe", pe.unsqueeze(0))
-
-    def forward(self, x):
-        return self.dropout(x + self.pe[:, :x.size(1), :])
-
-
-class SeedAttentionClassifier(torch.nn.Module):
-    """Seed 000 §6.1, verbatim."""
-    def __init__(self, vocab_size, embed_dim, hidden_dim, num_classes, n_heads=4, num_layers=2, dropout=0.1):
-        super().__init__()
-        self.embed_dim = embed_dim
-        self.embedding = torch.nn.Embedding(vocab_size, embed_dim, padding_idx=0)
-        self.pos_encoding = SeedPositionalEncoding(embed_dim, dropout=dropout)
-        encoder_layer = torch.nn.TransformerEncoderLayer(d_model=embed_dim, nhead=n_heads, dim_feedforward=hidden_dim,
-                                                         dropout=dropout, batch_first=True, activation="gelu")
-        self.transformer = torch.nn.TransformerEncoder(encoder_layer, num_layers)
-        self.attn_pool = torch.nn.Sequential(torch.nn.Linear(embed_dim, 1))
-        self.classifier = torch.nn.Sequential(torch.nn.Linear(embed_dim, hidden_dim), torch.nn.GELU(),
-                                              torch.nn.Dropout(dropout), torch.nn.Linear(hidden_dim, num_classes))
-
-    def forward(self, x):
-        mask = (x == 0)
-        x = self.embedding(x) * math.sqrt(self.embed_dim)
-        x = self.pos_encoding(x)
-        x = self.transformer(x, src_key_padding_mask=mask)
-        scores = self.attn_pool(x).squeeze(-1)
-        scores = scores.masked_fill(mask, float("-inf"))
-        attn_weights = torch.softmax(scores, dim=1)
-        pooled = torch.bmm(attn_weights.unsqueeze(1), x).squeeze(1)
-        return self.classifier(pooled), attn_weights
-
-
 @fixture
 def seed_modules():
     """The seeds' MultiHeadAttention, SelfAttention, CrossAttention, PositionalEncoding, AttentionClassifier."""
@@ -516,10 +431,10 @@ def seed_modules():
     t.update(_prefixed("self.module.", sa))
     t.update(_prefixed("cross.module.", ca))
 
-    t["pe24"] = SeedPositionalEncoding(24).pe[:, :100].contiguous()
-    t["pe128"] = SeedPositionalEncoding(128).pe[:, :60].contiguous()
+    t["pe24"] = PositionalEncoding(24).pe[:, :100].contiguous()
+    t["pe128"] = PositionalEncoding(128).pe[:, :60].contiguous()
 
-    clf = SeedAttentionClassifier(vocab_size=50, embed_dim=24, hidden_dim=40, num_classes=5, n_heads=3).eval()
+    clf = AttentionClassifier(vocab_size=50, embed_dim=24, hidden_dim=40, num_classes=5, n_heads=3).eval()
     ids = torch.randint(1, 50, (4, 9))
     ids[1, 6:] = 0
     ids[3, 2:] = 0
@@ -557,6 +472,7 @@ def npy():
 
 
 def main(names):
+    torch.set_num_threads(1)  # one thread: the same reduction order, so a rerun writes the same bytes
     for name in names or FIXTURES:
         if name not in FIXTURES:
             sys.exit(f"unknown fixture {name!r}; known: {', '.join(FIXTURES)}")

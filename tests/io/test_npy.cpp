@@ -10,6 +10,7 @@
 #include "heed/core/random.hpp"
 #include "heed/io/npy.hpp"
 #include "support/compare.hpp"
+#include "support/files.hpp"
 
 namespace {
 
@@ -23,14 +24,6 @@ fs::path npy(const std::string& name) {
 }
 double formula(index_t i, index_t j, index_t k) {
   return 6.0 * static_cast<double>(i) + 2.0 * static_cast<double>(j) + 0.5 * static_cast<double>(k) - 3.0;
-}
-
-std::vector<std::byte> file_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(chars.size());
-  std::memcpy(out.data(), chars.data(), chars.size());
-  return out;
 }
 
 template <class Scalar>
@@ -76,11 +69,11 @@ TEST(Npy, WritesWhatNumPyWrites) {
   for (index_t i = 0; i < 2; ++i)
     for (index_t j = 0; j < 3; ++j)
       for (index_t k = 0; k < 4; ++k) x(i, j, k) = formula(i, j, k), positive(i, j, k) = formula(i, j, k) > 0;
-  EXPECT_EQ((heed::io::npy_to_bytes<double, 3>(x.view())), file_bytes(npy("f8")));
-  EXPECT_EQ((heed::io::npy_to_bytes<bool, 3>(positive.view())), file_bytes(npy("b1")));
+  EXPECT_EQ((heed::io::npy_to_bytes<double, 3>(x.view())), heed::test::read_bytes(npy("f8")));
+  EXPECT_EQ((heed::io::npy_to_bytes<bool, 3>(positive.view())), heed::test::read_bytes(npy("b1")));
   heed::Tensor<float, 3> xf({2, 3, 4});
   for (index_t i = 0; i < x.numel(); ++i) xf.data()[i] = static_cast<float>(x.data()[i]);
-  EXPECT_EQ((heed::io::npy_to_bytes<float, 3>(xf.view())), file_bytes(npy("f4_v1")));
+  EXPECT_EQ((heed::io::npy_to_bytes<float, 3>(xf.view())), heed::test::read_bytes(npy("f4_v1")));
 }
 
 TEST(Npy, RoundTripsEveryRankAndStridedViews) {
@@ -124,7 +117,7 @@ TEST(Npy, BadInputNamesTheFileAndTheProblem) {
 
   const fs::path dir = fs::temp_directory_path() / "heed_test_npy_bad";
   fs::create_directories(dir);
-  const std::vector<std::byte> good = file_bytes(npy("f4_v1"));
+  const std::vector<std::byte> good = heed::test::read_bytes(npy("f4_v1"));
   const auto write = [&](const std::string& name, std::vector<std::byte> bytes) {
     std::ofstream(dir / name, std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));

@@ -13,6 +13,7 @@
 #include "heed/nn/attention_classifier.hpp"
 #include "heed/nn/conv2d.hpp"
 #include "support/compare.hpp"
+#include "support/files.hpp"
 
 namespace {
 
@@ -23,18 +24,9 @@ using Classifier = heed::nn::AttentionClassifier<float>;
 const fs::path data_dir = HEED_EXAMPLES_DATA_DIR;
 const fs::path model_path = data_dir / "fortunes_classifier.safetensors";
 
-std::vector<std::byte> read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(chars.size());
-  std::memcpy(out.data(), chars.data(), chars.size());
-  return out;
-}
-
 fs::path write_temp(const std::string& name, const std::vector<std::byte>& bytes) {
   const fs::path path = fs::temp_directory_path() / name;
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  heed::test::write_bytes(path, bytes);
   return path;
 }
 
@@ -78,7 +70,7 @@ TEST(FromFile, BuildsTheTrainedClassifierAndReproducesPyTorch) {
 }
 
 TEST(FromFile, TruncatedOrCorruptedFilesNameTheFile) {
-  const auto bytes = read_bytes(model_path);
+  const auto bytes = heed::test::read_bytes(model_path);
   const fs::path truncated = write_temp("heed_truncated_classifier.safetensors", {bytes.begin(), bytes.end() - 1000});
   expect_error<heed::FormatError>([&] { (void)Classifier::from_file(truncated); },
                                   {"heed_truncated_classifier.safetensors", "runs past the end"});
@@ -103,8 +95,11 @@ TEST(FromFile, ConfigErrorsNameTheKey) {
   heed::io::SafeTensorsWriter().add("w", w).write(dir / "heed_no_config.safetensors");
   expect_error<heed::FormatError>([&] { (void)Classifier::from_file(dir / "heed_no_config.safetensors"); },
                                   {"heed_no_config.safetensors", "no \"heed.config\""});
-  heed::io::SafeTensorsWriter().add("w", w).metadata("heed.module", "CBAM").metadata("heed.config", "{}").write(
-      dir / "heed_other_module.safetensors");
+  heed::io::SafeTensorsWriter()
+      .add("w", w)
+      .metadata("heed.module", "CBAM")
+      .metadata("heed.config", "{}")
+      .write(dir / "heed_other_module.safetensors");
   expect_error<heed::FormatError>([&] { (void)Classifier::from_file(dir / "heed_other_module.safetensors"); },
                                   {"holds a \"CBAM\", not a \"AttentionClassifier\""});
   heed::io::SafeTensorsWriter()
@@ -149,8 +144,11 @@ TEST(Conv2dModule, ChecksChannelsAndParameterShapes) {
   auto expected = heed::conv2d(x, conv.weight(), conv.bias().view(), {.padding = 1});
   for (index_t i = 0; i < expected.numel(); ++i) expected.data()[i] = std::max(expected.data()[i], 0.0f);
   EXPECT_TRUE(heed::test::all_close(y, expected, {0, 0}));
-  expect_error<heed::ShapeError>([&] { (void)conv(heed::randn<float>({1, 2, 5, 5}, 3)); },
-                                 {"expected 3 input channels", "[1, 2, 5, 5]"});
+  expect_error<heed::ShapeError>(
+      [&] {
+        (void)conv(heed::randn<float>({1, 2, 5, 5}, 3));
+      },
+      {"expected 3 input channels", "[1, 2, 5, 5]"});
   heed::nn::TensorDict wrong;
   wrong.set("weight", heed::randn<float>({4, 3, 5, 5}, 4)).set("bias", heed::randn<float>({4}, 5));
   heed::nn::Conv2d<float> target({.in_channels = 3, .out_channels = 4, .kernel_size = 3});

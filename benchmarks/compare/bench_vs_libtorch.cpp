@@ -8,6 +8,7 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -88,6 +89,64 @@ void BM_torch_layer(benchmark::State& state) {
   counters(state, layer_flops(B, L));
 }
 
+// heed and libtorch alternately, iteration by iteration, so both see the same machine noise
+// (this VM's speed drifts by ±15% over seconds). Reports each side's GFLOP/s and the ratio.
+template <class Heed, class Torch>
+void interleaved(benchmark::State& state, double flops, Heed&& heed_run, Torch&& torch_run) {
+  using clock = std::chrono::steady_clock;
+  double heed_seconds = 0, torch_seconds = 0;
+  for (auto _ : state) {
+    const auto t0 = clock::now();
+    heed_run();
+    const auto t1 = clock::now();
+    torch_run();
+    const auto t2 = clock::now();
+    heed_seconds += std::chrono::duration<double>(t1 - t0).count();
+    torch_seconds += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["heed_GFLOP/s"] = flops * n / heed_seconds * 1e-9;
+  state.counters["torch_GFLOP/s"] = flops * n / torch_seconds * 1e-9;
+  state.counters["heed/torch"] = torch_seconds / heed_seconds;
+}
+
+void BM_interleaved_layer(benchmark::State& state) {
+  threads(state);
+  torch::NoGradGuard no_grad;
+  const index_t B = state.range(0), L = state.range(1);
+  const heed::nn::TransformerEncoderLayer<float> layer({.d_model = E, .nhead = H, .dim_feedforward = F});
+  const auto x = heed::randn<float>({B, L, E}, 1);
+  const auto tx = torch::randn({B, L, E});
+  const auto w = [](int64_t r, int64_t c) { return torch::randn({r, c}) * 0.04; };
+  const auto qkv_w = w(3 * E, E), qkv_b = torch::zeros({3 * E}), out_w = w(E, E), out_b = torch::zeros({E});
+  const auto l1_w = w(F, E), l1_b = torch::zeros({F}), l2_w = w(E, F), l2_b = torch::zeros({E});
+  const auto n_w = torch::ones({E}), n_b = torch::zeros({E});
+  interleaved(
+      state, layer_flops(B, L), [&] { benchmark::DoNotOptimize(layer(x).data()); },
+      [&] {
+        auto y = at::_transformer_encoder_layer_fwd(tx, E, H, qkv_w, qkv_b, out_w, out_b, false, false, 1e-5, n_w, n_b,
+                                                    n_w, n_b, l1_w, l1_b, l2_w, l2_b, {}, {});
+        benchmark::DoNotOptimize(y.data_ptr());
+      });
+}
+
+void BM_interleaved_mha(benchmark::State& state) {
+  threads(state);
+  torch::NoGradGuard no_grad;
+  const index_t B = state.range(0), L = state.range(1);
+  const heed::nn::MultiheadAttention<float> mha({.embed_dim = E, .num_heads = H});
+  const auto x = heed::randn<float>({B, L, E}, 1);
+  const auto tx = torch::randn({B, L, E});
+  const auto qkv_w = torch::randn({3 * E, E}) * 0.04, qkv_b = torch::zeros({3 * E});
+  const auto out_w = torch::randn({E, E}) * 0.04, out_b = torch::zeros({E});
+  interleaved(
+      state, mha_flops(B, L), [&] { benchmark::DoNotOptimize(mha(x, x, x, {.need_weights = false}).output.data()); },
+      [&] {
+        auto r = at::_native_multi_head_attention(tx, tx, tx, E, H, qkv_w, qkv_b, out_w, out_b, {}, false, true, {});
+        benchmark::DoNotOptimize(std::get<0>(r).data_ptr());
+      });
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"B", "L", "threads"});
   for (int t : {1, 2}) {
@@ -100,6 +159,8 @@ BENCHMARK(BM_heed_mha)->Apply(shapes);
 BENCHMARK(BM_torch_mha)->Apply(shapes);
 BENCHMARK(BM_heed_layer)->Apply(shapes);
 BENCHMARK(BM_torch_layer)->Apply(shapes);
+BENCHMARK(BM_interleaved_mha)->Apply(shapes);
+BENCHMARK(BM_interleaved_layer)->Apply(shapes);
 
 // Collects each run's time and prints heed / libtorch speed ratios at the end.
 class RatioReporter : public benchmark::ConsoleReporter {

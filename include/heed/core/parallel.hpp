@@ -36,8 +36,10 @@ inline std::atomic<int>& thread_setting() noexcept {
 }
 
 /// Sets the default worker count, like torch.set_num_threads; n <= 0 restores the default.
+/// It caps the GEMMs heed hands to Eigen too (Eigen::setNbThreads), so one thread means one.
 inline void set_num_threads(int n) noexcept {
   detail::thread_setting().store(std::max(n, 0), std::memory_order_relaxed);
+  Eigen::setNbThreads(std::max(n, 0));
 }
 
 /// Runs body(i, worker) for every i in [0, n); worker is in [0, threads). threads <= 0 means

@@ -5,13 +5,11 @@
 #include <optional>
 #include <string>
 
-#include <Eigen/Core>
-
-#include "heed/core/eigen.hpp"
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/nn/activation.hpp"
 #include "heed/nn/weights.hpp"
+#include "heed/simd/gemm.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::nn {
@@ -31,7 +29,8 @@ class Linear {
       : options_(checked(o)),
         weight_(torch_default_init<Scalar, 2>({o.out_features, o.in_features}, o.in_features, o.seed)),
         bias_(o.bias ? torch_default_init<Scalar, 1>({o.out_features}, o.in_features, o.seed + 1)
-                     : Tensor<Scalar, 1>()) {}
+                     : Tensor<Scalar, 1>()),
+        packed_(weight_.data(), o.out_features, o.in_features, bias_.empty() ? nullptr : bias_.data()) {}
 
   [[nodiscard]] const LinearOptions& options() const noexcept { return options_; }
   [[nodiscard]] const Tensor<Scalar, 2>& weight() const noexcept { return weight_; }
@@ -41,6 +40,8 @@ class Linear {
   void load(const Loader<S>& from) {
     weight_ = from.template take<Scalar, 2>("weight", {options_.out_features, options_.in_features});
     if (options_.bias) bias_ = from.template take<Scalar, 1>("bias", {options_.out_features});
+    packed_ = simd::PackedMatrix<Scalar>(weight_.data(), options_.out_features, options_.in_features,
+                                         bias_.empty() ? nullptr : bias_.data());
   }
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
@@ -51,20 +52,21 @@ class Linear {
   void set(Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias) {
     weight_ = std::move(weight);
     bias_ = std::move(bias);
+    packed_ = simd::PackedMatrix<Scalar>(weight_.data(), weight_.size(0), weight_.size(1),
+                                         bias_.empty() ? nullptr : bias_.data());
   }
 
   /// rows [n, in] → out [n, out], both contiguous (the callers guarantee it). With an
   /// activation, it is applied row by row right after the bias, while the row is in cache.
+  /// `threads` as parallel_for takes it (0: heed::num_threads()).
   void rows(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out,
-            std::optional<Activation> activation = std::nullopt) const {
-    gemm(x, out, false);
-    finish_rows(out, activation);
+            std::optional<Activation> activation = std::nullopt, int threads = 0) const {
+    gemm(x, out, false, activation, threads);
   }
 
   /// out += x Wᵀ + b: a residual connection without a temporary.
-  void rows_add(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out) const {
-    gemm(x, out, true);
-    finish_rows(out, std::nullopt);
+  void rows_add(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out, int threads = 0) const {
+    gemm(x, out, true, std::nullopt, threads);
   }
 
   template <TensorLike X>
@@ -88,25 +90,17 @@ class Linear {
   }
 
  private:
-  void gemm(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out, bool accumulate) const {
-    // Maps with a compile-time unit inner stride: Eigen's GEMM takes its fastest packing path.
-    using RowMajor = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    const Eigen::Map<const RowMajor> xm(x.data(), x.size(0), x.size(1));
-    const Eigen::Map<const RowMajor> w(weight_.data(), weight_.size(0), weight_.size(1));
-    Eigen::Map<RowMajor> y(out.data(), out.size(0), out.size(1));
-    if (accumulate)
-      y.noalias() += xm * w.transpose();
+  // simd::gemm_nt on the weight (and bias) packed at load time: the bias and ReLU are added in
+  // registers, other activations run on each finished tile row while it is in L1.
+  void gemm(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out, bool accumulate,
+            std::optional<Activation> activation, int threads) const {
+    const bool relu = activation == Activation::relu;
+    const simd::GemmOptions options{.accumulate = accumulate, .relu = relu, .threads = threads};
+    if (activation && !relu)
+      simd::gemm_nt(x.data(), x.size(1), x.size(0), packed_, out.data(), out.size(1), options,
+                    [a = *activation](Scalar* row, index_t, index_t count) { apply_activation(a, row, count); });
     else
-      y.noalias() = xm * w.transpose();
-  }
-
-  void finish_rows(const TensorView<Scalar, 2>& out, std::optional<Activation> activation) const {
-    if (bias_.empty() && !activation) return;
-    for (index_t i = 0; i < out.size(0); ++i) {
-      Scalar* row = &out(i, 0);
-      if (!bias_.empty()) simd::add(bias_.data(), row, options_.out_features);
-      if (activation) apply_activation(*activation, row, options_.out_features);
-    }
+      simd::gemm_nt(x.data(), x.size(1), x.size(0), packed_, out.data(), out.size(1), options);
   }
 
   static const LinearOptions& checked(const LinearOptions& o) {
@@ -119,6 +113,7 @@ class Linear {
   LinearOptions options_;
   Tensor<Scalar, 2> weight_;
   Tensor<Scalar, 1> bias_;
+  simd::PackedMatrix<Scalar> packed_;  // weight_ as gemm_nt reads it (a second copy of the weights)
 };
 
 }  // namespace heed::nn

@@ -7,14 +7,17 @@
 // StateDictLayout::seed, the seed's own pre-norm layer (seed 000 §5.1): ffn.0.*, ffn.3.*.
 
 #include <string>
+#include <vector>
 
 #include "heed/core/error.hpp"
+#include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/nn/activation.hpp"
 #include "heed/nn/layer_norm.hpp"
 #include "heed/nn/linear.hpp"
 #include "heed/nn/multihead_attention.hpp"
 #include "heed/nn/weights.hpp"
+#include "heed/simd/gemm.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::nn {
@@ -96,11 +99,22 @@ class TransformerEncoderLayer {
                                      .is_causal = call.is_causal,
                                      .masked_rows = call.masked_rows});
     };
-    // out += linear2(activation(linear1(in))), the bias and activation fused into linear1's rows
+    // out += linear2(activation(linear1(in))), the bias and activation fused into linear1's GEMM.
+    // Rows go in blocks, one block per worker, so each block's hidden activations [block, F]
+    // stay in that core's L2 between the two GEMMs instead of a [rows, F] round trip to memory.
     const auto add_feed_forward = [&](const Scalar* in, Scalar* out) {
-      Tensor<Scalar, 2> hidden({rows, options_.dim_feedforward}, uninitialized);
-      linear1_.rows(TensorView<const Scalar, 2>(in, {rows, d}), hidden.view(), options_.activation);
-      linear2_.rows_add(hidden.view(), TensorView<Scalar, 2>(out, {rows, d}));
+      const index_t F = options_.dim_feedforward, block = simd::GemmTile<Scalar>::mc;
+      const index_t blocks = (rows + block - 1) / block;
+      const int threads = static_cast<int>(std::min<index_t>(num_threads(), blocks));
+      std::vector<Tensor<Scalar, 2>> hidden(static_cast<std::size_t>(std::max(threads, 1)));
+      parallel_for(blocks, threads, [&](index_t i, int worker) {
+        const index_t r0 = i * block, n = std::min(block, rows - r0);
+        Tensor<Scalar, 2>& h = hidden[static_cast<std::size_t>(worker)];
+        if (h.empty()) h = Tensor<Scalar, 2>({block, F}, uninitialized);
+        const TensorView<Scalar, 2> hv(h.data(), {n, F});
+        linear1_.rows(TensorView<const Scalar, 2>(in + r0 * d, {n, d}), hv, options_.activation, 1);
+        linear2_.rows_add(hv, TensorView<Scalar, 2>(out + r0 * d, {n, d}), 1);
+      });
     };
     if (options_.norm_first) {
       add_attention(norm1_(x), x);

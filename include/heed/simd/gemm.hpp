@@ -1,0 +1,196 @@
+#pragma once
+// C = A · Wᵀ (+ C) for nn.Linear: A [m, k] row-major, W [n, k] row-major (PyTorch's layout),
+// with W packed once, when the weights are loaded. The structure is the BLIS/GotoBLAS one:
+//
+//   for each k block of KC:                    (A block and B micro-panel sized for L2 / L1)
+//     for each block of MC rows:  pack A[rows, k block] into MR-row micro-panels
+//       for each NR-column panel of W:          (its KC × NR micro-panel stays in L1)
+//         for each MR-row micro-panel:  the micro-kernel: an MR × NR tile of C in registers,
+//                                       one rank-1 update per k (NR/width loads, MR broadcasts,
+//                                       MR·NR/width FMAs)
+//
+// The micro-kernel is written once over simd::batch: MR × 2 accumulators, MR = 12 where there
+// are 32 vector registers (AVX-512), 6 otherwise, NR = 2 batches. Edge tiles (rows past m,
+// columns past n) are computed in full on zero padding and stored partially. The bias and
+// ReLU are applied in registers before the last store; another epilogue (GELU) runs on each
+// tile row right after it, while the row is in L1, instead of another pass over C.
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
+#include "heed/core/parallel.hpp"
+#include "heed/core/shape.hpp"
+#include "heed/simd/arch.hpp"
+
+namespace heed::simd {
+
+template <class T>
+struct GemmTile {
+  static constexpr index_t nr = 2 * static_cast<index_t>(width<T>);  ///< columns of C per micro-kernel
+  static constexpr index_t mr = width<T> >= 16 ? 12 : 6;             ///< rows of C per micro-kernel
+  static constexpr index_t kc = 192;                                 ///< depth of one block
+  static constexpr index_t mc = 16 * mr;                             ///< rows of A packed at once
+};
+
+/// W [n, k] packed for gemm_nt: for each NR-column panel, k rows of NR values (Wᵀ), the
+/// columns past n zero; and the bias [n], if any, padded the same way. Built once; read by
+/// every call.
+template <class T>
+class PackedMatrix {
+ public:
+  PackedMatrix() = default;
+  PackedMatrix(const T* w, index_t n, index_t k, const T* bias = nullptr) : n_(n), k_(k) {
+    constexpr index_t nr = GemmTile<T>::nr;
+    const index_t panels = (n + nr - 1) / nr;
+    data_.assign(static_cast<std::size_t>(panels * k * nr), T(0));
+    if (bias) {
+      bias_.assign(static_cast<std::size_t>(panels * nr), T(0));
+      std::copy(bias, bias + n, bias_.begin());
+    }
+    for (index_t p = 0; p < panels; ++p)
+      for (index_t j = 0; j < nr && p * nr + j < n; ++j) {
+        const T* row = w + (p * nr + j) * k;
+        T* dst = data_.data() + p * k * nr + j;
+        for (index_t kk = 0; kk < k; ++kk) dst[kk * nr] = row[kk];
+      }
+  }
+
+  [[nodiscard]] index_t rows() const noexcept { return n_; }
+  [[nodiscard]] index_t cols() const noexcept { return k_; }
+  [[nodiscard]] bool empty() const noexcept { return data_.empty(); }
+  /// Panel p from depth k0 on: (k - k0) × NR values.
+  [[nodiscard]] const T* panel(index_t p, index_t k0) const noexcept {
+    return data_.data() + (p * k_ + k0) * GemmTile<T>::nr;
+  }
+  /// The NR bias values of panel p, or nullptr without a bias.
+  [[nodiscard]] const T* bias(index_t p) const noexcept {
+    return bias_.empty() ? nullptr : bias_.data() + p * GemmTile<T>::nr;
+  }
+
+ private:
+  index_t n_ = 0, k_ = 0;
+  std::vector<T> data_, bias_;
+};
+
+/// What gemm_nt does besides the product: add to C instead of overwriting it, and after the
+/// last k block add the bias (when W was packed with one) and apply ReLU, in registers.
+struct GemmOptions {
+  bool accumulate = false;
+  bool relu = false;
+  int threads = 0;  ///< as parallel_for takes it (0: heed::num_threads())
+};
+
+namespace detail {
+
+// One MR × NR tile: c[r, j] = (accumulate ? c[r, j] : 0) + sum_kk a[kk · MR + r] · b[kk · NR + j]
+// (+ bias[j], then max(·, 0) if relu) for kk < kc; only rows < m_valid and columns < n_valid
+// are written.
+template <class T>
+inline void gemm_micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, bool accumulate, const T* bias,
+                              bool relu, index_t m_valid, index_t n_valid) noexcept {
+  constexpr index_t MR = GemmTile<T>::mr, NR = GemmTile<T>::nr, W = static_cast<index_t>(width<T>);
+  batch<T> acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
+  const batch<T> zero = broadcast(T(0));
+  const batch<T> init0 = bias ? load(bias) : zero, init1 = bias ? load(bias + W) : zero;
+  for (index_t r = 0; r < MR; ++r) acc0[r] = init0, acc1[r] = init1;
+  for (index_t kk = 0; kk < kc; ++kk) {
+    const batch<T> b0 = load(b + kk * NR), b1 = load(b + kk * NR + W);
+    const T* ak = a + kk * MR;
+    for (index_t r = 0; r < MR; ++r) {
+      const batch<T> ar = broadcast(ak[r]);
+      acc0[r] = fma(ar, b0, acc0[r]);
+      acc1[r] = fma(ar, b1, acc1[r]);
+    }
+  }
+  if (m_valid == MR && n_valid == NR) {
+    for (index_t r = 0; r < MR; ++r) {
+      T* row = c + r * ldc;
+      if (accumulate) {
+        acc0[r] = acc0[r] + load(row);
+        acc1[r] = acc1[r] + load(row + W);
+      }
+      if (relu) {
+        acc0[r] = max(acc0[r], zero);
+        acc1[r] = max(acc1[r], zero);
+      }
+      store(row, acc0[r]);
+      store(row + W, acc1[r]);
+    }
+    return;
+  }
+  alignas(64) T tile[static_cast<std::size_t>(MR * NR)];
+  for (index_t r = 0; r < MR; ++r) {
+    store(tile + r * NR, acc0[r]);
+    store(tile + r * NR + W, acc1[r]);
+  }
+  for (index_t r = 0; r < m_valid; ++r)
+    for (index_t j = 0; j < n_valid; ++j) {
+      const T value = (accumulate ? c[r * ldc + j] : T(0)) + tile[r * NR + j];
+      c[r * ldc + j] = relu && value < T(0) ? T(0) : value;
+    }
+}
+
+// A[rows, k0 : k0 + kc] → MR-row micro-panels, kk-major inside each (zero rows past `rows`).
+template <class T>
+inline void pack_a(const T* a, index_t lda, index_t rows, index_t kc, T* out) noexcept {
+  constexpr index_t MR = GemmTile<T>::mr;
+  for (index_t i0 = 0; i0 < rows; i0 += MR) {
+    const index_t mr = std::min(MR, rows - i0);
+    for (index_t kk = 0; kk < kc; ++kk) {
+      for (index_t r = 0; r < mr; ++r) out[kk * MR + r] = a[(i0 + r) * lda + kk];
+      for (index_t r = mr; r < MR; ++r) out[kk * MR + r] = T(0);
+    }
+    out += kc * MR;
+  }
+}
+
+}  // namespace detail
+
+/// An epilogue that does nothing.
+struct NoEpilogue {
+  template <class T>
+  void operator()(T*, index_t, index_t) const noexcept {}
+};
+
+/// C [m, n] (+)= A [m, k] · Wᵀ (+ bias, ReLU: see GemmOptions), W packed; A and C row-major
+/// with leading dimensions lda, ldc. Then epilogue(row, col0, count) for every finished segment
+/// c[i, col0 : col0 + count], while it is in L1 (e.g. GELU). Blocks of rows run in parallel
+/// (each worker packs its own A block).
+template <class T, class Epilogue = NoEpilogue>
+void gemm_nt(const T* a, index_t lda, index_t m, const PackedMatrix<T>& w, T* c, index_t ldc,
+             const GemmOptions& options = {}, const Epilogue& epilogue = {}) {
+  using Tile = GemmTile<T>;
+  constexpr index_t MR = Tile::mr, NR = Tile::nr, KC = Tile::kc, MC = Tile::mc;
+  const index_t n = w.rows(), k = w.cols();
+  const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC;
+  const int threads = options.threads > 0 ? options.threads : num_threads();
+  parallel_for(row_blocks, static_cast<int>(std::min<index_t>(threads, row_blocks)), [&](index_t block, int) {
+    // The packed A block lives as long as the thread: no allocation (and no page faults) per call.
+    thread_local std::vector<T> packed;
+    if (packed.size() < static_cast<std::size_t>(MC * KC)) packed.resize(static_cast<std::size_t>(MC * KC));
+    const index_t i0 = block * MC, mc = std::min(MC, m - i0);
+    for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
+      const index_t kc = std::min(KC, k - k0);
+      detail::pack_a(a + i0 * lda + k0, lda, mc, kc, packed.data());
+      const bool add = options.accumulate || k0 > 0, last = k0 + KC >= k;
+      for (index_t p = 0; p < panels; ++p) {
+        const T* b = w.panel(p, k0);
+        const index_t n_valid = std::min(NR, n - p * NR);
+        for (index_t ir = 0; ir < mc; ir += MR) {
+          T* tile = c + (i0 + ir) * ldc + p * NR;
+          const index_t m_valid = std::min(MR, mc - ir);
+          detail::gemm_micro_kernel(kc, packed.data() + ir * kc, b, tile, ldc, add, last ? w.bias(p) : nullptr,
+                                    last && options.relu, m_valid, n_valid);
+          if constexpr (!std::is_same_v<Epilogue, NoEpilogue>)
+            if (last)
+              for (index_t r = 0; r < m_valid; ++r) epilogue(tile + r * ldc, p * NR, n_valid);
+        }
+      }
+      if (k == 0) break;
+    }
+  });
+}
+
+}  // namespace heed::simd

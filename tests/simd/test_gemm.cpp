@@ -1,0 +1,82 @@
+// simd::gemm_nt (C = A·Wᵀ with W packed) against a double-precision loop, over shapes that
+// hit every edge: partial MR row tiles, partial NR column panels, k across KC blocks, strided
+// A and C, accumulation, one and two threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "heed/core/random.hpp"
+#include "heed/simd/gemm.hpp"
+#include "support/compare.hpp"
+
+namespace {
+
+using heed::index_t;
+
+template <class T>
+void check(index_t m, index_t n, index_t k, bool accumulate, int threads) {
+  SCOPED_TRACE(testing::Message() << "m " << m << " n " << n << " k " << k << " accumulate " << accumulate
+                                  << " threads " << threads);
+  const index_t lda = k + 3, ldc = n + 5;  // strided rows
+  const auto a = heed::randn<T>({m, lda}, 1);
+  const auto w = heed::randn<T>({n, k}, 2);
+  auto c = heed::randn<T>({m, ldc}, 3);
+  heed::Tensor<double, 2> expected({m, ldc});
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < ldc; ++j) {
+      double sum = (accumulate || j >= n) ? static_cast<double>(c(i, j)) : 0.0;
+      if (j < n)
+        for (index_t kk = 0; kk < k; ++kk) sum += static_cast<double>(a(i, kk)) * static_cast<double>(w(j, kk));
+      expected(i, j) = sum;
+    }
+  const heed::simd::PackedMatrix<T> packed(w.data(), n, k);
+  heed::simd::gemm_nt(a.data(), lda, m, packed, c.data(), ldc, {.accumulate = accumulate, .threads = threads});
+  heed::Tensor<T, 2> expected_t({m, ldc});
+  for (index_t i = 0; i < expected.numel(); ++i) expected_t.data()[i] = static_cast<T>(expected.data()[i]);
+  const double rtol = sizeof(T) == 4 ? 1e-4 : 1e-11;
+  EXPECT_TRUE(heed::test::all_close(c, expected_t, {rtol, rtol * 10}));
+}
+
+TEST(Gemm, FloatEveryEdge) {
+  for (const index_t m : {1, 5, 12, 13, 25, 200, 401})
+    for (const index_t n : {1, 31, 32, 33, 100})
+      for (const index_t k : {1, 7, 256, 300}) check<float>(m, n, k, false, 1);
+}
+
+TEST(Gemm, AccumulatesAndRunsOnTwoThreads) {
+  for (const bool accumulate : {false, true})
+    for (const int threads : {1, 2}) {
+      check<float>(401, 65, 600, accumulate, threads);
+      check<double>(37, 20, 513, accumulate, threads);
+    }
+}
+
+TEST(Gemm, BiasAndReluInTheLastBlockOnly) {
+  const index_t m = 29, n = 45, k = 400;  // two k blocks, partial row and column tiles
+  const auto a = heed::randn<float>({m, k}, 4);
+  const auto w = heed::randn<float>({n, k}, 5);
+  const auto bias = heed::randn<float>({n}, 6);
+  const heed::simd::PackedMatrix<float> packed(w.data(), n, k, bias.data());
+  for (const bool accumulate : {false, true}) {
+    auto c = heed::randn<float>({m, n}, 7);
+    heed::Tensor<float, 2> expected({m, n});
+    for (index_t i = 0; i < m; ++i)
+      for (index_t j = 0; j < n; ++j) {
+        double sum = (accumulate ? static_cast<double>(c(i, j)) : 0.0) + static_cast<double>(bias(j));
+        for (index_t kk = 0; kk < k; ++kk) sum += static_cast<double>(a(i, kk)) * static_cast<double>(w(j, kk));
+        expected(i, j) = static_cast<float>(std::max(sum, 0.0));
+      }
+    heed::simd::gemm_nt(a.data(), k, m, packed, c.data(), n, {.accumulate = accumulate, .relu = true});
+    EXPECT_TRUE(heed::test::all_close(c, expected, {1e-4, 1e-3})) << "accumulate " << accumulate;
+  }
+}
+
+TEST(Gemm, DoubleAndEmptyDepth) {
+  for (const index_t m : {1, 7, 13})
+    for (const index_t n : {3, 16, 17}) check<double>(m, n, 70, true, 1);
+  check<float>(9, 10, 0, false, 1);  // k = 0: C = 0
+  check<float>(9, 10, 0, true, 1);   // k = 0, accumulate: C unchanged
+}
+
+}  // namespace

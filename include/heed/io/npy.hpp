@@ -208,19 +208,25 @@ template <class Scalar, std::size_t Rank>
     throw FormatError(origin + ": shape " + SafeTensors::shape_text(h.shape) + " needs " +
                       std::to_string(count * size) + " bytes of data, the file holds " + std::to_string(available));
 
-  std::vector<std::byte> data(bytes.begin() + static_cast<std::ptrdiff_t>(h.data_offset),
-                              bytes.begin() + static_cast<std::ptrdiff_t>(h.data_offset + count * size));
-  if (h.big_endian) detail::swap_bytes(data.data(), count, size);  // convert() reads little-endian
+  // convert() reads little-endian straight from the (mapped) file; big-endian data is swapped
+  // in a copy first.
+  const std::byte* data = bytes.data() + h.data_offset;
+  std::vector<std::byte> swapped;
+  if (h.big_endian) {
+    swapped.assign(data, data + count * size);
+    detail::swap_bytes(swapped.data(), count, size);
+    data = swapped.data();
+  }
   if (!h.fortran_order || Rank < 2) {
     Tensor<Scalar, Rank> out(shape, uninitialized);
-    detail::convert(data.data(), h.dtype, out.numel(), out.data(), origin);
+    detail::convert(data, h.dtype, out.numel(), out.data(), origin);
     return out;
   }
   // Fortran order is C order of the reversed shape: read it so, then transpose into place.
   Shape<Rank> reversed{};
   std::reverse_copy(shape.begin(), shape.end(), reversed.begin());
   Tensor<Scalar, Rank> column_major(reversed, uninitialized);
-  detail::convert(data.data(), h.dtype, column_major.numel(), column_major.data(), origin);
+  detail::convert(data, h.dtype, column_major.numel(), column_major.data(), origin);
   Shape<Rank> strides{};
   for (std::size_t k = 0; k < Rank; ++k) strides[k] = column_major.view().strides()[Rank - 1 - k];
   return Tensor<Scalar, Rank>(TensorView<const Scalar, Rank>(column_major.data(), shape, strides));

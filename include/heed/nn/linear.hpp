@@ -29,8 +29,9 @@ class Linear {
       : options_(checked(o)),
         weight_(torch_default_init<Scalar, 2>({o.out_features, o.in_features}, o.in_features, o.seed)),
         bias_(o.bias ? torch_default_init<Scalar, 1>({o.out_features}, o.in_features, o.seed + 1)
-                     : Tensor<Scalar, 1>()),
-        packed_(weight_.data(), o.out_features, o.in_features, bias_.empty() ? nullptr : bias_.data()) {}
+                     : Tensor<Scalar, 1>()) {
+    repack();
+  }
 
   [[nodiscard]] const LinearOptions& options() const noexcept { return options_; }
   [[nodiscard]] const Tensor<Scalar, 2>& weight() const noexcept { return weight_; }
@@ -40,8 +41,7 @@ class Linear {
   void load(const Loader<S>& from) {
     weight_ = from.template take<Scalar, 2>("weight", {options_.out_features, options_.in_features});
     if (options_.bias) bias_ = from.template take<Scalar, 1>("bias", {options_.out_features});
-    packed_ = simd::PackedMatrix<Scalar>(weight_.data(), options_.out_features, options_.in_features,
-                                         bias_.empty() ? nullptr : bias_.data());
+    repack();
   }
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
@@ -52,12 +52,11 @@ class Linear {
   void set(Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias) {
     weight_ = std::move(weight);
     bias_ = std::move(bias);
-    packed_ = simd::PackedMatrix<Scalar>(weight_.data(), weight_.size(0), weight_.size(1),
-                                         bias_.empty() ? nullptr : bias_.data());
+    repack();
   }
 
-  /// rows [n, in] → out [n, out], both contiguous (the callers guarantee it). With an
-  /// activation, it is applied row by row right after the bias, while the row is in cache.
+  /// rows [n, in] → out [n, out], both contiguous (the callers guarantee it). An activation is
+  /// applied inside the GEMM (ReLU in registers, the others on each tile row while it is in L1).
   /// `threads` as parallel_for takes it (0: heed::num_threads()).
   void rows(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out,
             std::optional<Activation> activation = std::nullopt, int threads = 0) const {
@@ -90,6 +89,12 @@ class Linear {
   }
 
  private:
+  // The packed copy gemm_nt reads, rebuilt whenever the parameters change.
+  void repack() {
+    packed_ = simd::PackedMatrix<Scalar>(weight_.data(), weight_.size(0), weight_.size(1),
+                                         bias_.empty() ? nullptr : bias_.data());
+  }
+
   // simd::gemm_nt on the weight (and bias) packed at load time: the bias and ReLU are added in
   // registers, other activations run on each finished tile row while it is in L1.
   void gemm(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out, bool accumulate,

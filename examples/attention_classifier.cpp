@@ -18,7 +18,7 @@ int main() {
 
   const auto [logits, attn_weights] = model(x);
   std::printf("Input: %s\n", heed::to_string(x.shape()).c_str());
-  std::printf("Logits: %s\n", heed::to_string(logits.shape()).c_str());                    // [16, 5]
+  std::printf("Logits: %s\n", heed::to_string(logits.shape()).c_str());                   // [16, 5]
   std::printf("Attention weights: %s\n", heed::to_string(attn_weights.shape()).c_str());  // [16, 50]
   float on_padding = 0, total = 0;
   for (heed::index_t t = 0; t < 50; ++t) (t < 40 ? total : on_padding) += attn_weights(0, t);

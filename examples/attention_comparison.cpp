@@ -37,8 +37,8 @@ int main() {
   // Dot and scaled dot: the one attention driver with the Dot and ScaledDot score policies.
   const auto q4 = query.view().reshape(heed::Shape<4>{batch, 1, 1, hidden});
   const auto [dot_out, dot_w] = heed::attention(q4, key.view().reshape(heed::Shape<4>{batch, 1, keys, hidden}),
-                                                key.view().reshape(heed::Shape<4>{batch, 1, keys, hidden}),
-                                                heed::Dot{}, heed::mask::None{}, {.need_weights = true});
+                                                key.view().reshape(heed::Shape<4>{batch, 1, keys, hidden}), heed::Dot{},
+                                                heed::mask::None{}, {.need_weights = true});
   const auto [sdp_out, sdp_w] = heed::attention(q4, key.view().reshape(heed::Shape<4>{batch, 1, keys, hidden}),
                                                 key.view().reshape(heed::Shape<4>{batch, 1, keys, hidden}),
                                                 heed::ScaledDot{}, heed::mask::None{}, {.need_weights = true});

@@ -39,67 +39,80 @@ void threads(benchmark::State& state) {
   torch::set_num_threads(n);
 }
 
-void BM_heed_mha(benchmark::State& state) {
-  threads(state);
-  const index_t B = state.range(0), L = state.range(1);
-  const heed::nn::MultiheadAttention<float> mha({.embed_dim = E, .num_heads = H});
-  const auto x = heed::randn<float>({B, L, E}, 1);
-  for (auto _ : state) benchmark::DoNotOptimize(mha(x, x, x, {.need_weights = false}).output.data());
-  counters(state, mha_flops(B, L));
-}
+// libtorch's fused inference kernels, with random weights of the benchmark's shapes.
+struct TorchMha {
+  torch::Tensor qkv_w = torch::randn({3 * E, E}) * 0.04, qkv_b = torch::zeros({3 * E});
+  torch::Tensor out_w = torch::randn({E, E}) * 0.04, out_b = torch::zeros({E});
 
-void BM_torch_mha(benchmark::State& state) {
-  threads(state);
-  torch::NoGradGuard no_grad;
-  const int64_t B = state.range(0), L = state.range(1);
-  const auto x = torch::randn({B, L, E});
-  const auto qkv_w = torch::randn({3 * E, E}) * 0.04, qkv_b = torch::zeros({3 * E});
-  const auto out_w = torch::randn({E, E}) * 0.04, out_b = torch::zeros({E});
-  for (auto _ : state) {
+  void operator()(const torch::Tensor& x) const {
     auto r = at::_native_multi_head_attention(x, x, x, E, H, qkv_w, qkv_b, out_w, out_b, {}, false, true, {});
     benchmark::DoNotOptimize(std::get<0>(r).data_ptr());
   }
-  counters(state, mha_flops(B, L));
-}
+};
 
-void BM_heed_layer(benchmark::State& state) {
-  threads(state);
-  const index_t B = state.range(0), L = state.range(1);
-  const heed::nn::TransformerEncoderLayer<float> layer({.d_model = E, .nhead = H, .dim_feedforward = F});
-  const auto x = heed::randn<float>({B, L, E}, 1);
-  for (auto _ : state) benchmark::DoNotOptimize(layer(x).data());
-  counters(state, layer_flops(B, L));
-}
+struct TorchLayer {
+  TorchMha attn;
+  torch::Tensor l1_w = torch::randn({F, E}) * 0.04, l1_b = torch::zeros({F});
+  torch::Tensor l2_w = torch::randn({E, F}) * 0.04, l2_b = torch::zeros({E});
+  torch::Tensor n_w = torch::ones({E}), n_b = torch::zeros({E});
 
-void BM_torch_layer(benchmark::State& state) {
-  threads(state);
-  torch::NoGradGuard no_grad;
-  const int64_t B = state.range(0), L = state.range(1);
-  const auto x = torch::randn({B, L, E});
-  const auto w = [](int64_t r, int64_t c) { return torch::randn({r, c}) * 0.04; };
-  const auto qkv_w = w(3 * E, E), qkv_b = torch::zeros({3 * E}), out_w = w(E, E), out_b = torch::zeros({E});
-  const auto l1_w = w(F, E), l1_b = torch::zeros({F}), l2_w = w(E, F), l2_b = torch::zeros({E});
-  const auto n_w = torch::ones({E}), n_b = torch::zeros({E});
-  for (auto _ : state) {
-    auto y = at::_transformer_encoder_layer_fwd(x, E, H, qkv_w, qkv_b, out_w, out_b, /*use_gelu=*/false,
-                                                /*norm_first=*/false, 1e-5, n_w, n_b, n_w, n_b, l1_w, l1_b, l2_w, l2_b,
-                                                {}, {});
+  void operator()(const torch::Tensor& x) const {
+    auto y = at::_transformer_encoder_layer_fwd(x, E, H, attn.qkv_w, attn.qkv_b, attn.out_w, attn.out_b,
+                                                /*use_gelu=*/false, /*norm_first=*/false, 1e-5, n_w, n_b, n_w, n_b,
+                                                l1_w, l1_b, l2_w, l2_b, {}, {});
     benchmark::DoNotOptimize(y.data_ptr());
   }
-  counters(state, layer_flops(B, L));
+};
+
+// heed's modules at the same shapes (PyTorch-style random init).
+struct HeedMha {
+  heed::nn::MultiheadAttention<float> mha{{.embed_dim = E, .num_heads = H}};
+  void operator()(const heed::Tensor<float, 3>& x) const {
+    benchmark::DoNotOptimize(mha(x, x, x, {.need_weights = false}).output.data());
+  }
+};
+
+struct HeedLayer {
+  heed::nn::TransformerEncoderLayer<float> layer{{.d_model = E, .nhead = H, .dim_feedforward = F}};
+  void operator()(const heed::Tensor<float, 3>& x) const { benchmark::DoNotOptimize(layer(x).data()); }
+};
+
+template <class Module>
+void heed_run(benchmark::State& state, double flops) {
+  threads(state);
+  const Module module;
+  const auto x = heed::randn<float>({state.range(0), state.range(1), E}, 1);
+  for (auto _ : state) module(x);
+  counters(state, flops);
+}
+
+template <class Module>
+void torch_run(benchmark::State& state, double flops) {
+  threads(state);
+  torch::NoGradGuard no_grad;
+  const Module module;
+  const auto x = torch::randn({state.range(0), state.range(1), E});
+  for (auto _ : state) module(x);
+  counters(state, flops);
 }
 
 // heed and libtorch alternately, iteration by iteration, so both see the same machine noise
 // (this VM's speed drifts by ±15% over seconds). Reports each side's GFLOP/s and the ratio.
-template <class Heed, class Torch>
-void interleaved(benchmark::State& state, double flops, Heed&& heed_run, Torch&& torch_run) {
+template <class HeedModule, class TorchModule>
+void interleaved(benchmark::State& state, double flops) {
   using clock = std::chrono::steady_clock;
+  threads(state);
+  torch::NoGradGuard no_grad;
+  const HeedModule heed_module;
+  const TorchModule torch_module;
+  const auto x = heed::randn<float>({state.range(0), state.range(1), E}, 1);
+  const auto tx = torch::randn({state.range(0), state.range(1), E});
   double heed_seconds = 0, torch_seconds = 0;
   for (auto _ : state) {
     const auto t0 = clock::now();
-    heed_run();
+    heed_module(x);
     const auto t1 = clock::now();
-    torch_run();
+    torch_module(tx);
     const auto t2 = clock::now();
     heed_seconds += std::chrono::duration<double>(t1 - t0).count();
     torch_seconds += std::chrono::duration<double>(t2 - t1).count();
@@ -110,41 +123,23 @@ void interleaved(benchmark::State& state, double flops, Heed&& heed_run, Torch&&
   state.counters["heed/torch"] = torch_seconds / heed_seconds;
 }
 
-void BM_interleaved_layer(benchmark::State& state) {
-  threads(state);
-  torch::NoGradGuard no_grad;
-  const index_t B = state.range(0), L = state.range(1);
-  const heed::nn::TransformerEncoderLayer<float> layer({.d_model = E, .nhead = H, .dim_feedforward = F});
-  const auto x = heed::randn<float>({B, L, E}, 1);
-  const auto tx = torch::randn({B, L, E});
-  const auto w = [](int64_t r, int64_t c) { return torch::randn({r, c}) * 0.04; };
-  const auto qkv_w = w(3 * E, E), qkv_b = torch::zeros({3 * E}), out_w = w(E, E), out_b = torch::zeros({E});
-  const auto l1_w = w(F, E), l1_b = torch::zeros({F}), l2_w = w(E, F), l2_b = torch::zeros({E});
-  const auto n_w = torch::ones({E}), n_b = torch::zeros({E});
-  interleaved(
-      state, layer_flops(B, L), [&] { benchmark::DoNotOptimize(layer(x).data()); },
-      [&] {
-        auto y = at::_transformer_encoder_layer_fwd(tx, E, H, qkv_w, qkv_b, out_w, out_b, false, false, 1e-5, n_w, n_b,
-                                                    n_w, n_b, l1_w, l1_b, l2_w, l2_b, {}, {});
-        benchmark::DoNotOptimize(y.data_ptr());
-      });
+void BM_heed_mha(benchmark::State& state) {
+  heed_run<HeedMha>(state, mha_flops(state.range(0), state.range(1)));
 }
-
+void BM_torch_mha(benchmark::State& state) {
+  torch_run<TorchMha>(state, mha_flops(state.range(0), state.range(1)));
+}
+void BM_heed_layer(benchmark::State& state) {
+  heed_run<HeedLayer>(state, layer_flops(state.range(0), state.range(1)));
+}
+void BM_torch_layer(benchmark::State& state) {
+  torch_run<TorchLayer>(state, layer_flops(state.range(0), state.range(1)));
+}
 void BM_interleaved_mha(benchmark::State& state) {
-  threads(state);
-  torch::NoGradGuard no_grad;
-  const index_t B = state.range(0), L = state.range(1);
-  const heed::nn::MultiheadAttention<float> mha({.embed_dim = E, .num_heads = H});
-  const auto x = heed::randn<float>({B, L, E}, 1);
-  const auto tx = torch::randn({B, L, E});
-  const auto qkv_w = torch::randn({3 * E, E}) * 0.04, qkv_b = torch::zeros({3 * E});
-  const auto out_w = torch::randn({E, E}) * 0.04, out_b = torch::zeros({E});
-  interleaved(
-      state, mha_flops(B, L), [&] { benchmark::DoNotOptimize(mha(x, x, x, {.need_weights = false}).output.data()); },
-      [&] {
-        auto r = at::_native_multi_head_attention(tx, tx, tx, E, H, qkv_w, qkv_b, out_w, out_b, {}, false, true, {});
-        benchmark::DoNotOptimize(std::get<0>(r).data_ptr());
-      });
+  interleaved<HeedMha, TorchMha>(state, mha_flops(state.range(0), state.range(1)));
+}
+void BM_interleaved_layer(benchmark::State& state) {
+  interleaved<HeedLayer, TorchLayer>(state, layer_flops(state.range(0), state.range(1)));
 }
 
 void shapes(benchmark::internal::Benchmark* b) {

@@ -48,52 +48,49 @@ void BM_transformer_encoder_layer(benchmark::State& state) {
   counters(state, mha_flops(B, L) + 2 * 2.0 * double(B * L) * E * F, B, L);
 }
 
-// The encoder layer's GEMMs alone, one thread: Linear on 1024 rows. args: in, out
+// The encoder layer's GEMMs alone, one thread, on 1024 rows: through Linear and through
+// simd::gemm_nt directly. args: in, out
+constexpr index_t gemm_rows = 1024;
+
+void gemm_counter(benchmark::State& state) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * double(gemm_rows) * double(state.range(0) * state.range(1)),
+                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+void gemm_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"in", "out"})
+      ->Args({E, 3 * E})  // the fused QKV projection
+      ->Args({E, E})      // out_proj
+      ->Args({E, F})      // linear1
+      ->Args({F, E})      // linear2
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+}
+
 void BM_linear(benchmark::State& state) {
-  const index_t in = state.range(0), out = state.range(1), rows = 1024;
+  const index_t in = state.range(0), out = state.range(1);
   heed::set_num_threads(1);
   const heed::nn::Linear<float> linear({.in_features = in, .out_features = out});
-  const auto x = heed::randn<float>({rows, in}, 1);
-  for (auto _ : state) {
-    auto y = linear(x);
-    benchmark::DoNotOptimize(y.data());
-  }
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * double(rows) * double(in) * double(out), benchmark::Counter::kIsIterationInvariantRate,
-                         benchmark::Counter::kIs1000);
+  const auto x = heed::randn<float>({gemm_rows, in}, 1);
+  for (auto _ : state) benchmark::DoNotOptimize(linear(x).data());
+  gemm_counter(state);
 }
-BENCHMARK(BM_linear)
-    ->ArgNames({"in", "out"})
-    ->Args({E, 3 * E})  // the fused QKV projection
-    ->Args({E, E})      // out_proj
-    ->Args({E, F})      // linear1
-    ->Args({F, E})      // linear2
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_linear)->Apply(gemm_shapes);
 
-// The same products through simd::gemm_nt with the weight packed once. args: in, out
 void BM_gemm_packed(benchmark::State& state) {
-  const index_t in = state.range(0), out = state.range(1), rows = 1024;
+  const index_t in = state.range(0), out = state.range(1);
   const auto w = heed::randn<float>({out, in}, 2);
   const heed::simd::PackedMatrix<float> packed(w.data(), out, in);
-  const auto x = heed::randn<float>({rows, in}, 1);
-  heed::Tensor<float, 2> y({rows, out});
+  const auto x = heed::randn<float>({gemm_rows, in}, 1);
+  heed::Tensor<float, 2> y({gemm_rows, out});
   for (auto _ : state) {
-    heed::simd::gemm_nt(x.data(), in, rows, packed, y.data(), out, {.threads = 1});
+    heed::simd::gemm_nt(x.data(), in, gemm_rows, packed, y.data(), out, {.threads = 1});
     benchmark::DoNotOptimize(y.data());
   }
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * double(rows) * double(in) * double(out), benchmark::Counter::kIsIterationInvariantRate,
-                         benchmark::Counter::kIs1000);
+  gemm_counter(state);
 }
-BENCHMARK(BM_gemm_packed)
-    ->ArgNames({"in", "out"})
-    ->Args({E, 3 * E})
-    ->Args({E, E})
-    ->Args({E, F})
-    ->Args({F, E})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_gemm_packed)->Apply(gemm_shapes);
 
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"B", "L", "threads"});

@@ -197,4 +197,32 @@ TYPED_TEST(VectorOps, ElementwiseAndFusedOps) {
   }
 }
 
+TYPED_TEST(VectorOps, LayerNormMatchesTwoPassDouble) {
+  using T = TypeParam;
+  for (index_t n : lengths) {
+    if (n == 0) continue;
+    auto x = data<T>(n, 10, T(3));
+    for (auto& xi : x) xi += T(5);  // an offset: the variance must be taken about the mean
+    const auto w = data<T>(n, 11), b = data<T>(n, 12);
+    double mean = 0, var = 0;
+    for (T xi : x) mean += double(xi);
+    mean /= double(n);
+    for (T xi : x) var += (double(xi) - mean) * (double(xi) - mean);
+    const double eps = 1e-5, inv = 1 / std::sqrt(var / double(n) + eps);
+    std::vector<T> y(x.size()), plain(x.size());
+    heed::simd::layer_norm(x.data(), y.data(), w.data(), b.data(), T(eps), n);
+    heed::simd::layer_norm(x.data(), plain.data(), static_cast<const T*>(nullptr), static_cast<const T*>(nullptr),
+                           T(eps), n);
+    const double tol = 64 * std::numeric_limits<T>::epsilon() * std::sqrt(double(n) + 1);
+    for (index_t i = 0; i < n; ++i) {
+      const double normed = (double(x[i]) - mean) * inv;
+      EXPECT_NEAR(plain[i], normed, tol * (1 + std::abs(normed))) << "n=" << n << " i=" << i;
+      EXPECT_NEAR(y[i], normed * double(w[i]) + double(b[i]), tol * (1 + std::abs(normed * w[i]) + std::abs(b[i])))
+          << "n=" << n << " i=" << i;
+    }
+    heed::simd::layer_norm(x.data(), x.data(), w.data(), b.data(), T(eps), n);  // in place
+    EXPECT_EQ(x, y) << "n=" << n;
+  }
+}
+
 }  // namespace

@@ -44,15 +44,10 @@ class LayerNorm {
   /// Normalizes `n` contiguous rows of normalized_shape elements from x into y (y may be x).
   void rows(const Scalar* x, Scalar* y, index_t n) const noexcept {
     const index_t d = options_.normalized_shape;
-    for (index_t r = 0; r < n; ++r) {
-      const Scalar* xr = x + r * d;
-      Scalar* yr = y + r * d;
-      const Scalar mean = simd::sum(xr, d) / Scalar(d);
-      Scalar var = 0;
-      for (index_t i = 0; i < d; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-      const Scalar inv = Scalar(1) / std::sqrt(var / Scalar(d) + Scalar(options_.eps));
-      for (index_t i = 0; i < d; ++i) yr[i] = (xr[i] - mean) * inv * weight_(i) + bias_(i);
-    }
+    const bool affine = options_.elementwise_affine;
+    for (index_t r = 0; r < n; ++r)
+      simd::layer_norm(x + r * d, y + r * d, affine ? weight_.data() : nullptr, affine ? bias_.data() : nullptr,
+                       Scalar(options_.eps), d);
   }
 
   template <TensorLike X>

@@ -223,6 +223,48 @@ template <class T>
       [](const auto& acc) { return simd::reduce_add(acc); });
 }
 
+/// y = (x - mean) / sqrt(var + eps) · w + b over n elements, mean and (biased) variance of x
+/// taken in two passes, as torch.nn.LayerNorm computes them; w and b may be null (1 and 0).
+/// y may be x.
+template <class T>
+inline void layer_norm(const T* x, T* y, const T* w, const T* b, T eps, index_t n) noexcept {
+  using detail::full_batches;
+  using detail::lanes;
+  const T mean = simd::sum(x, n) / T(n);
+  index_t i = 0;
+  T squares = T(0);
+  const auto vmean = simd::broadcast(mean);
+  if (n >= lanes<T>) {
+    auto acc0 = simd::broadcast(T(0)), acc1 = acc0;  // two chains hide the FMA latency
+    for (; i + 2 * lanes<T> <= full_batches<T>(n); i += 2 * lanes<T>) {
+      const auto d0 = simd::load(x + i) - vmean, d1 = simd::load(x + i + lanes<T>) - vmean;
+      acc0 = simd::fma(d0, d0, acc0);
+      acc1 = simd::fma(d1, d1, acc1);
+    }
+    for (; i < full_batches<T>(n); i += lanes<T>) {
+      const auto d = simd::load(x + i) - vmean;
+      acc0 = simd::fma(d, d, acc0);
+    }
+    squares = simd::reduce_add(acc0 + acc1);
+  }
+  for (; i < n; ++i) squares += (x[i] - mean) * (x[i] - mean);
+  const T inv = T(1) / std::sqrt(squares / T(n) + eps);
+  const auto vinv = simd::broadcast(inv);
+  i = 0;
+  for (; i < full_batches<T>(n); i += lanes<T>) {
+    auto v = (simd::load(x + i) - vmean) * vinv;
+    if (w) v = v * simd::load(w + i);
+    if (b) v = v + simd::load(b + i);
+    simd::store(y + i, v);
+  }
+  for (; i < n; ++i) {
+    T v = (x[i] - mean) * inv;
+    if (w) v = v * w[i];
+    if (b) v = v + b[i];
+    y[i] = v;
+  }
+}
+
 /// y[i] = exp(x[i]) (y may be x)
 template <class T>
 inline void exp(const T* x, T* y, index_t n) noexcept {

@@ -79,4 +79,30 @@ TEST(Gemm, DoubleAndEmptyDepth) {
   check<float>(9, 10, 0, true, 1);   // k = 0, accumulate: C unchanged
 }
 
+TEST(Gemm, AddsAnotherMatrixWithoutTouchingIt) {
+  // C = D + A·Wᵀ + bias, D with its own leading dimension: partial tiles, two k blocks, 1 and 2 threads
+  const index_t m = 203, n = 45, k = 400, ldd = n + 7;
+  const auto a = heed::randn<float>({m, k}, 8);
+  const auto w = heed::randn<float>({n, k}, 9);
+  const auto bias = heed::randn<float>({n}, 10);
+  const auto d = heed::randn<float>({m, ldd}, 11);
+  const heed::simd::PackedMatrix<float> packed(w.data(), n, k, bias.data());
+  heed::Tensor<float, 2> expected({m, n});
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < n; ++j) {
+      double sum = static_cast<double>(d(i, j)) + static_cast<double>(bias(j));
+      for (index_t kk = 0; kk < k; ++kk) sum += static_cast<double>(a(i, kk)) * static_cast<double>(w(j, kk));
+      expected(i, j) = static_cast<float>(sum);
+    }
+  for (const int threads : {1, 2})
+    for (const bool accumulate : {false, true}) {  // the addend wins over accumulate
+      auto c = heed::randn<float>({m, n}, 12);
+      const heed::Tensor<float, 2> d_before(d);
+      heed::simd::gemm_nt(a.data(), k, m, packed, c.data(), n,
+                          {.accumulate = accumulate, .addend = d.data(), .ld_addend = ldd, .threads = threads});
+      EXPECT_TRUE(heed::test::all_close(c, expected, {1e-4, 1e-3})) << "threads " << threads;
+      EXPECT_TRUE(std::equal(d.data(), d.data() + d.numel(), d_before.data()));
+    }
+}
+
 }  // namespace

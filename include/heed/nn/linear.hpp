@@ -60,12 +60,19 @@ class Linear {
   /// `threads` as parallel_for takes it (0: heed::num_threads()).
   void rows(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out,
             std::optional<Activation> activation = std::nullopt, int threads = 0) const {
-    gemm(x, out, false, activation, threads);
+    gemm(x, out, nullptr, activation, threads);
   }
 
   /// out += x Wᵀ + b: a residual connection without a temporary.
   void rows_add(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out, int threads = 0) const {
-    gemm(x, out, true, std::nullopt, threads);
+    gemm(x, out, out.data(), std::nullopt, threads);
+  }
+
+  /// out = skip + x Wᵀ + b, skip contiguous [n, out] (it may be out): a residual connection
+  /// whose input is still needed, without copying it into out first.
+  void rows_add(const TensorView<const Scalar, 2>& x, const Scalar* skip, const TensorView<Scalar, 2>& out,
+                int threads = 0) const {
+    gemm(x, out, skip, std::nullopt, threads);
   }
 
   template <TensorLike X>
@@ -97,10 +104,11 @@ class Linear {
 
   // simd::gemm_nt on the weight (and bias) packed at load time: the bias and ReLU are added in
   // registers, other activations run on each finished tile row while it is in L1.
-  void gemm(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out, bool accumulate,
+  void gemm(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out, const Scalar* addend,
             std::optional<Activation> activation, int threads) const {
     const bool relu = activation == Activation::relu;
-    const simd::GemmOptions options{.accumulate = accumulate, .relu = relu, .threads = threads};
+    const simd::GemmOptions<Scalar> options{
+        .addend = addend, .ld_addend = out.size(1), .relu = relu, .threads = threads};
     if (activation && !relu)
       simd::gemm_nt(x.data(), x.size(1), x.size(0), packed_, out.data(), out.size(1), options,
                     [a = *activation](Scalar* row, index_t, index_t count) { apply_activation(a, row, count); });

@@ -112,22 +112,32 @@ class MultiheadAttention {
     return run(as_view(query), as_view(key), as_view(value), call, nullptr);
   }
 
-  /// residual += self_attention(x) (no weights): an encoder layer's residual connection, with the
-  /// output projection accumulated straight into `residual` [B, L, E]. `residual` may be `x`
-  /// itself: x is read (projected) before anything is written.
-  void add_self_attention(const Tensor<Scalar, 3>& x, Tensor<Scalar, 3>& residual,
+  /// out = skip + self_attention(x) (no weights): an encoder layer's residual connection, the
+  /// output projection's GEMM adding `skip` as it writes `out`. skip and out are [B, L, E]
+  /// tensors (or views of them) with x's shape; either may be x itself: x is read (projected)
+  /// before anything is written.
+  template <TensorLike X>
+  void add_self_attention(const X& x, const TensorView<const Scalar, 3>& skip, const TensorView<Scalar, 3>& out,
                           MultiheadAttentionCall<Scalar> call) const {
-    if (residual.shape() != Shape<3>{x.size(0), x.size(1), options_.embed_dim})
-      throw ShapeError("heed::nn::MultiheadAttention: residual " + to_string(residual.shape()) + " does not match x " +
-                       to_string(x.shape()));
+    const auto xv = as_view(x);
+    const Shape<3> expected{xv.size(0), xv.size(1), options_.embed_dim};
+    if (skip.shape() != expected || out.shape() != expected || !skip.is_contiguous() || !out.is_contiguous())
+      throw ShapeError("heed::nn::MultiheadAttention: skip " + to_string(skip.shape()) + " and out " +
+                       to_string(out.shape()) + " must be contiguous and match x " + to_string(xv.shape()));
     call.need_weights = false;
-    (void)run(x.view(), x.view(), x.view(), call, &residual);
+    const Residual residual{skip.data(), out.data()};
+    (void)run(xv, xv, xv, call, &residual);
   }
 
  private:
+  struct Residual {
+    const Scalar* skip;  // [B, L, E], added to the output projection
+    Scalar* out;         // [B, L, E]
+  };
+
   MultiheadAttentionResult<Scalar> run(const TensorView<const Scalar, 3>& qv, const TensorView<const Scalar, 3>& kv,
                                        const TensorView<const Scalar, 3>& vv,
-                                       const MultiheadAttentionCall<Scalar>& call, Tensor<Scalar, 3>* residual) const {
+                                       const MultiheadAttentionCall<Scalar>& call, const Residual* residual) const {
     const index_t B = qv.size(0), Lq = qv.size(1), Lk0 = kv.size(1), E = options_.embed_dim, H = options_.num_heads;
     const auto shapes = [&] {
       return " (query " + to_string(qv.shape()) + ", key " + to_string(kv.shape()) + ", value " +
@@ -176,8 +186,8 @@ class MultiheadAttention {
 
     MultiheadAttentionResult<Scalar> r;
     if (residual) {
-      out_proj_.rows_add(TensorView<const Scalar, 2>(context.data(), {B * Lq, E}),
-                         TensorView<Scalar, 2>(residual->data(), {B * Lq, E}));
+      out_proj_.rows_add(TensorView<const Scalar, 2>(context.data(), {B * Lq, E}), residual->skip,
+                         TensorView<Scalar, 2>(residual->out, {B * Lq, E}));
       return r;
     }
     r.output = out_proj_(context);

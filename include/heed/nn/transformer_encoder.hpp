@@ -62,8 +62,11 @@ class TransformerEncoder {
 
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, 3> operator()(const X& x, const EncoderCall& call = {}) const {
-    Tensor<Scalar, 3> out = encoder_input<Scalar>(x, options_.d_model, "TransformerEncoder");
-    for (const auto& layer : layers_) layer.forward_in_place(out, call);
+    Tensor<Scalar, 3> storage;
+    const auto in = encoder_input(x, options_.d_model, "TransformerEncoder", storage);
+    Tensor<Scalar, 3> out(in.shape(), uninitialized);
+    layers_.front().forward(in, out.view(), call);  // then layer by layer in place
+    for (std::size_t i = 1; i < layers_.size(); ++i) layers_[i].forward(out.view(), out.view(), call);
     if (options_.final_norm) norm_.rows(out.data(), out.data(), out.numel() / options_.d_model);
     return out;
   }

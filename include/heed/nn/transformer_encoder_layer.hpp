@@ -43,15 +43,16 @@ struct EncoderCall {
   MaskedRows masked_rows = MaskedRows::zero;
 };
 
-/// A copy of x [B, L, d_model] for an encoder to work on in place; ShapeError on another width.
+/// x [B, L, d_model] as a contiguous view (copied into `storage` only if it is not contiguous);
+/// ShapeError on another width.
 template <class Scalar, class X>
-Tensor<Scalar, 3> encoder_input(const X& x, index_t d_model, const char* who) {
+TensorView<const Scalar, 3> encoder_input(const X& x, index_t d_model, const char* who, Tensor<Scalar, 3>& storage) {
   static_assert(rank_of<X> == 3 && std::is_same_v<scalar_of<X>, Scalar>, "an encoder takes x [B, L, d_model]");
-  const auto v = as_view(x);
+  const TensorView<const Scalar, 3> v = as_view(x);
   if (v.size(2) != d_model)
     throw ShapeError(std::string("heed::nn::") + who + ": expects d_model " + std::to_string(d_model) + ", got x " +
                      to_string(v.shape()));
-  return Tensor<Scalar, 3>(v);
+  return contiguous(v, storage);
 }
 
 template <class Scalar = float>
@@ -84,17 +85,21 @@ class TransformerEncoderLayer {
   /// x [B, L, d_model] → [B, L, d_model]
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, 3> operator()(const X& x, const EncoderCall& call = {}) const {
-    Tensor<Scalar, 3> out = encoder_input<Scalar>(x, options_.d_model, "TransformerEncoderLayer");
-    forward_in_place(out, call);
+    Tensor<Scalar, 3> storage;
+    const auto in = encoder_input(x, options_.d_model, "TransformerEncoderLayer", storage);
+    Tensor<Scalar, 3> out(in.shape(), uninitialized);
+    forward(in, out.view(), call);
     return out;
   }
 
-  /// The layer applied to x in place (the encoder chains layers this way).
-  void forward_in_place(Tensor<Scalar, 3>& x, const EncoderCall& call) const {
+  /// out = layer(x), both contiguous [B, L, d_model] (validated by the caller); out may be x
+  /// (the encoder chains layers in place). x is not copied: the first residual connection
+  /// reads it in the output projection's GEMM.
+  void forward(const TensorView<const Scalar, 3>& x, const TensorView<Scalar, 3>& out, const EncoderCall& call) const {
     const index_t d = options_.d_model, rows = x.numel() / d;
-    // out += self_attn(in), accumulated by the output projection's GEMM
-    const auto add_attention = [&](const Tensor<Scalar, 3>& in, Tensor<Scalar, 3>& out) {
-      self_attn_.add_self_attention(in, out,
+    // out = skip + self_attn(in), the skip added by the output projection's GEMM
+    const auto add_attention = [&](const auto& in, const TensorView<const Scalar, 3>& skip) {
+      self_attn_.add_self_attention(in, skip, out,
                                     {.key_padding_mask = call.src_key_padding_mask,
                                      .is_causal = call.is_causal,
                                      .masked_rows = call.masked_rows});
@@ -102,7 +107,7 @@ class TransformerEncoderLayer {
     // out += linear2(activation(linear1(in))), the bias and activation fused into linear1's GEMM.
     // Rows go in blocks, one block per worker, so each block's hidden activations [block, F]
     // stay in that core's L2 between the two GEMMs instead of a [rows, F] round trip to memory.
-    const auto add_feed_forward = [&](const Scalar* in, Scalar* out) {
+    const auto add_feed_forward = [&](const Scalar* in) {
       const index_t F = options_.dim_feedforward, block = simd::GemmTile<Scalar>::mc;
       const index_t blocks = (rows + block - 1) / block;
       const int threads = static_cast<int>(std::min<index_t>(num_threads(), blocks));
@@ -113,18 +118,18 @@ class TransformerEncoderLayer {
         if (h.empty()) h = Tensor<Scalar, 2>({block, F}, uninitialized);
         const TensorView<Scalar, 2> hv(h.data(), {n, F});
         linear1_.rows(TensorView<const Scalar, 2>(in + r0 * d, {n, d}), hv, options_.activation, 1);
-        linear2_.rows_add(hv, TensorView<Scalar, 2>(out + r0 * d, {n, d}), 1);
+        linear2_.rows_add(hv, TensorView<Scalar, 2>(out.data() + r0 * d, {n, d}), 1);
       });
     };
     if (options_.norm_first) {
       add_attention(norm1_(x), x);
-      const Tensor<Scalar, 3> normed = norm2_(x);
-      add_feed_forward(normed.data(), x.data());
+      const Tensor<Scalar, 3> normed = norm2_(out);
+      add_feed_forward(normed.data());
     } else {
-      add_attention(x, x);  // x is fully read (projected) before the residual is written
-      norm1_.rows(x.data(), x.data(), rows);
-      add_feed_forward(x.data(), x.data());
-      norm2_.rows(x.data(), x.data(), rows);
+      add_attention(x, x);  // x is fully read (projected) before out is written
+      norm1_.rows(out.data(), out.data(), rows);
+      add_feed_forward(out.data());
+      norm2_.rows(out.data(), out.data(), rows);
     }
   }
 

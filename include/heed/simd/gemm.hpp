@@ -2,8 +2,8 @@
 // C = A · Wᵀ (+ C) for nn.Linear: A [m, k] row-major, W [n, k] row-major (PyTorch's layout),
 // with W packed once, when the weights are loaded. The structure is the BLIS/GotoBLAS one:
 //
-//   for each k block of KC:                    (A block and B micro-panel sized for L2 / L1)
-//     for each block of MC rows:  pack A[rows, k block] into MR-row micro-panels
+//   for each block of MC rows (in parallel):
+//     for each k block of KC:   pack A[rows, k block] into MR-row micro-panels (sized for L2)
 //       for each NR-column panel of W:          (its KC × NR micro-panel stays in L1)
 //         for each MR-row micro-panel:  the micro-kernel: an MR × NR tile of C in registers,
 //                                       one rank-1 update per k (NR/width loads, MR broadcasts,
@@ -74,22 +74,26 @@ class PackedMatrix {
   std::vector<T> data_, bias_;
 };
 
-/// What gemm_nt does besides the product: add to C instead of overwriting it, and after the
-/// last k block add the bias (when W was packed with one) and apply ReLU, in registers.
+/// What gemm_nt does besides the product: add to C, or to another matrix of C's shape (a
+/// residual connection: C = D + A·Wᵀ without copying D into C first), and after the last k
+/// block add the bias (when W was packed with one) and apply ReLU, in registers.
+template <class T>
 struct GemmOptions {
-  bool accumulate = false;
+  bool accumulate = false;    ///< C += A·Wᵀ
+  const T* addend = nullptr;  ///< C = addend + A·Wᵀ: row-major [m, n] with leading dimension ld_addend (may be C)
+  index_t ld_addend = 0;
   bool relu = false;
   int threads = 0;  ///< as parallel_for takes it (0: heed::num_threads())
 };
 
 namespace detail {
 
-// One MR × NR tile: c[r, j] = (accumulate ? c[r, j] : 0) + sum_kk a[kk · MR + r] · b[kk · NR + j]
-// (+ bias[j], then max(·, 0) if relu) for kk < kc; only rows < m_valid and columns < n_valid
-// are written.
+// One MR × NR tile: c[r, j] = (src ? src[r, j] : 0) + sum_kk a[kk · MR + r] · b[kk · NR + j]
+// (+ bias[j], then max(·, 0) if relu) for kk < kc; src has leading dimension lds and may be c.
+// Only rows < m_valid and columns < n_valid are read from src and written.
 template <class T>
-inline void gemm_micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, bool accumulate, const T* bias,
-                              bool relu, index_t m_valid, index_t n_valid) noexcept {
+inline void gemm_micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T* src, index_t lds,
+                              const T* bias, bool relu, index_t m_valid, index_t n_valid) noexcept {
   constexpr index_t MR = GemmTile<T>::mr, NR = GemmTile<T>::nr, W = static_cast<index_t>(width<T>);
   batch<T> acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
   const batch<T> zero = broadcast(T(0));
@@ -107,9 +111,9 @@ inline void gemm_micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t 
   if (m_valid == MR && n_valid == NR) {
     for (index_t r = 0; r < MR; ++r) {
       T* row = c + r * ldc;
-      if (accumulate) {
-        acc0[r] = acc0[r] + load(row);
-        acc1[r] = acc1[r] + load(row + W);
+      if (src) {
+        acc0[r] = acc0[r] + load(src + r * lds);
+        acc1[r] = acc1[r] + load(src + r * lds + W);
       }
       if (relu) {
         acc0[r] = max(acc0[r], zero);
@@ -127,7 +131,7 @@ inline void gemm_micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t 
   }
   for (index_t r = 0; r < m_valid; ++r)
     for (index_t j = 0; j < n_valid; ++j) {
-      const T value = (accumulate ? c[r * ldc + j] : T(0)) + tile[r * NR + j];
+      const T value = (src ? src[r * lds + j] : T(0)) + tile[r * NR + j];
       c[r * ldc + j] = relu && value < T(0) ? T(0) : value;
     }
 }
@@ -154,13 +158,13 @@ struct NoEpilogue {
   void operator()(T*, index_t, index_t) const noexcept {}
 };
 
-/// C [m, n] (+)= A [m, k] · Wᵀ (+ bias, ReLU: see GemmOptions), W packed; A and C row-major
+/// C [m, n] = (C or D or 0) + A [m, k] · Wᵀ (+ bias, ReLU: see GemmOptions), W packed; A and C row-major
 /// with leading dimensions lda, ldc. Then epilogue(row, col0, count) for every finished segment
 /// c[i, col0 : col0 + count], while it is in L1 (e.g. GELU). Blocks of rows run in parallel
 /// (each worker packs its own A block).
 template <class T, class Epilogue = NoEpilogue>
 void gemm_nt(const T* a, index_t lda, index_t m, const PackedMatrix<T>& w, T* c, index_t ldc,
-             const GemmOptions& options = {}, const Epilogue& epilogue = {}) {
+             const GemmOptions<T>& options = {}, const Epilogue& epilogue = {}) {
   using Tile = GemmTile<T>;
   constexpr index_t MR = Tile::mr, NR = Tile::nr, KC = Tile::kc, MC = Tile::mc;
   const index_t n = w.rows(), k = w.cols();
@@ -174,15 +178,19 @@ void gemm_nt(const T* a, index_t lda, index_t m, const PackedMatrix<T>& w, T* c,
     for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
       const index_t kc = std::min(KC, k - k0);
       detail::pack_a(a + i0 * lda + k0, lda, mc, kc, packed.data());
-      const bool add = options.accumulate || k0 > 0, last = k0 + KC >= k;
+      const bool last = k0 + KC >= k;
+      // what the first k block adds to: the addend, C itself, or nothing; later blocks add to C
+      const T* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
+      const index_t lds = src == c ? ldc : options.ld_addend;
       for (index_t p = 0; p < panels; ++p) {
         const T* b = w.panel(p, k0);
         const index_t n_valid = std::min(NR, n - p * NR);
         for (index_t ir = 0; ir < mc; ir += MR) {
           T* tile = c + (i0 + ir) * ldc + p * NR;
+          const T* tile_src = src ? src + (i0 + ir) * lds + p * NR : nullptr;
           const index_t m_valid = std::min(MR, mc - ir);
-          detail::gemm_micro_kernel(kc, packed.data() + ir * kc, b, tile, ldc, add, last ? w.bias(p) : nullptr,
-                                    last && options.relu, m_valid, n_valid);
+          detail::gemm_micro_kernel(kc, packed.data() + ir * kc, b, tile, ldc, tile_src, lds,
+                                    last ? w.bias(p) : nullptr, last && options.relu, m_valid, n_valid);
           if constexpr (!std::is_same_v<Epilogue, NoEpilogue>)
             if (last)
               for (index_t r = 0; r < m_valid; ++r) epilogue(tile + r * ldc, p * NR, n_valid);

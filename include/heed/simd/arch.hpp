@@ -3,7 +3,7 @@
 //   heed::simd::batch<T>   the widest register of T that the compile-time target has;
 //   heed::simd::width<T>   its lane count;
 //   load / store / broadcast, reduce_add / reduce_max, and the math functions, as
-//   overloads for both T and batch<T>.
+//   overloads for both T and batch<T>; prefetch hints.
 // Without an instruction set xsimd knows (or with HEED_SIMD_SCALAR defined, which the tests
 // use to exercise it), batch<T> is T itself and width<T> is 1: the same kernels then run as
 // plain scalar loops, so there is one generic code path and no #ifdef outside this folder.
@@ -69,6 +69,25 @@ using scalar_t = typename scalar_of<V>::type;
 }
 [[nodiscard]] inline double erf(double x) noexcept {
   return std::erf(x);
+}
+
+/// Asks for the cache line holding p ahead of its use: a hint, which never faults (p may be
+/// anywhere) and does nothing on compilers without the builtin.
+inline void prefetch(const void* p) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p);
+#else
+  (void)p;
+#endif
+}
+
+/// prefetch(), for a line that is about to be written.
+inline void prefetch_for_write(void* p) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p, 1);
+#else
+  (void)p;
+#endif
 }
 
 #if defined(HEED_SIMD_SCALAR)

@@ -8,10 +8,12 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "heed/core/random.hpp"
 #include "heed/nn.hpp"
@@ -97,7 +99,9 @@ void torch_run(benchmark::State& state, double flops) {
 }
 
 // heed and libtorch alternately, iteration by iteration, so both see the same machine noise
-// (this VM's speed drifts by ±15% over seconds). Reports each side's GFLOP/s and the ratio.
+// (this VM's speed drifts by ±15% over seconds). Reports each side's GFLOP/s from its median
+// iteration and the median over iterations of the pair's ratio (libtorch time / heed time), so
+// that a burst of noise hitting one iteration cannot tip the result.
 template <class HeedModule, class TorchModule>
 void interleaved(benchmark::State& state, double flops) {
   using clock = std::chrono::steady_clock;
@@ -107,20 +111,24 @@ void interleaved(benchmark::State& state, double flops) {
   const TorchModule torch_module;
   const auto x = heed::randn<float>({state.range(0), state.range(1), E}, 1);
   const auto tx = torch::randn({state.range(0), state.range(1), E});
-  double heed_seconds = 0, torch_seconds = 0;
+  std::vector<double> heed_seconds, torch_seconds, ratios;
   for (auto _ : state) {
     const auto t0 = clock::now();
     heed_module(x);
     const auto t1 = clock::now();
     torch_module(tx);
     const auto t2 = clock::now();
-    heed_seconds += std::chrono::duration<double>(t1 - t0).count();
-    torch_seconds += std::chrono::duration<double>(t2 - t1).count();
+    heed_seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
+    torch_seconds.push_back(std::chrono::duration<double>(t2 - t1).count());
+    ratios.push_back(torch_seconds.back() / heed_seconds.back());
   }
-  const double n = static_cast<double>(state.iterations());
-  state.counters["heed_GFLOP/s"] = flops * n / heed_seconds * 1e-9;
-  state.counters["torch_GFLOP/s"] = flops * n / torch_seconds * 1e-9;
-  state.counters["heed/torch"] = torch_seconds / heed_seconds;
+  const auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  state.counters["heed_GFLOP/s"] = flops / median(heed_seconds) * 1e-9;
+  state.counters["torch_GFLOP/s"] = flops / median(torch_seconds) * 1e-9;
+  state.counters["heed/torch"] = median(ratios);
 }
 
 void BM_heed_mha(benchmark::State& state) {

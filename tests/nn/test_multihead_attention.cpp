@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "heed/core/random.hpp"
 #include "heed/nn/multihead_attention.hpp"
 #include "support/compare.hpp"
 #include "support/golden.hpp"
@@ -115,6 +116,36 @@ TEST(MultiheadAttention, ErrorsNameTheShapes) {
   const auto fx = heed::test::golden("multihead_attention");
   MultiheadAttention<float> wrong({.embed_dim = 24, .num_heads = 3, .kdim = 16, .vdim = 20});
   EXPECT_THROW(wrong.load(fx, "self.module."), heed::FormatError);  // no q_proj_weight in a packed layout
+}
+
+TEST(MultiheadAttention, AddSelfAttentionIsTheResidualConnection) {
+  // out = skip + self_attention(x), with out a separate tensor, or x itself (in place)
+  const Case c("self");
+  MultiheadAttention<float> mha({.embed_dim = 24, .num_heads = 3});
+  mha.load(c.fx, "self.module.", {.strict = true});
+  const auto pad = c.fx.get<bool, 2>("self.key_padding_mask");
+  const auto attended = mha(c.q, c.q, c.q, {.key_padding_mask = pad, .need_weights = false}).output;
+  const auto skip = heed::randn<float>(c.q.shape(), 4);
+  heed::Tensor<float, 3> expected(skip);
+  for (index_t i = 0; i < expected.numel(); ++i) expected.data()[i] += attended.data()[i];
+
+  heed::Tensor<float, 3> out(c.q.shape());
+  mha.add_self_attention(c.q, skip.view(), out.view(), {.key_padding_mask = pad});
+  EXPECT_TRUE(all_close(out, expected, tol));
+
+  heed::Tensor<float, 3> x(c.q);  // in place: out = x + attention(x)
+  mha.add_self_attention(x, x.view(), x.view(), {.key_padding_mask = pad});
+  heed::Tensor<float, 3> expected_in_place(c.q);
+  for (index_t i = 0; i < expected_in_place.numel(); ++i) expected_in_place.data()[i] += attended.data()[i];
+  EXPECT_TRUE(all_close(x, expected_in_place, tol));
+
+  heed::Tensor<float, 3> short_out({c.q.size(0), c.q.size(1) - 1, 24});
+  try {
+    mha.add_self_attention(c.q, skip.view(), short_out.view(), {.key_padding_mask = pad});
+    FAIL();
+  } catch (const heed::ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find(heed::to_string(short_out.shape())), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

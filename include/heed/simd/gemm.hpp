@@ -87,7 +87,7 @@ class PackedMatrix {
 /// block add the bias (when W was packed with one) and apply ReLU, in registers.
 template <class T>
 struct GemmOptions {
-  bool accumulate = false;    ///< C += A·Wᵀ
+  bool accumulate = false;    ///< C += A·Wᵀ (ignored when there is an addend)
   const T* addend = nullptr;  ///< C = addend + A·Wᵀ: row-major [m, n] with leading dimension ld_addend (may be C)
   index_t ld_addend = 0;
   bool relu = false;
@@ -171,7 +171,7 @@ inline void prefetch_share(const T* p, index_t n, index_t part, index_t parts) n
 // 12 rows × 16 columns of A, transposed in registers and stored as 16 columns of 12 values:
 // out[j · 12 + r] = a[r · lda + j]. Each 16-wide store spills 4 values past its column; the
 // next column's store overwrites them, and the last one's land in the next micro-panel (or in
-// the buffer's slack, pack_a_slack). Twice as fast as the scalar loop.
+// the buffer's slack, pack_a_slack). About twice the scalar loop's speed (docs/decisions.md).
 inline void transpose_12x16(const float* a, index_t lda, float* out) noexcept {
   __m512 r[16], t[16];
   for (int i = 0; i < 12; ++i) r[i] = _mm512_loadu_ps(a + i * lda);

@@ -2,7 +2,6 @@
 // LayerNorm = torch.nn.LayerNorm(d) over the last dimension: (x - mean) / sqrt(var + eps) · w + b,
 // with the biased variance (divide by d), as PyTorch computes it. State dict: weight, bias.
 
-#include <cmath>
 #include <string>
 
 #include "heed/core/error.hpp"

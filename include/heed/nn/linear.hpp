@@ -65,7 +65,7 @@ class Linear {
 
   /// out += x Wᵀ + b: a residual connection without a temporary.
   void rows_add(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out, int threads = 0) const {
-    gemm(x, out, out.data(), std::nullopt, threads);
+    rows_add(x, out.data(), out, threads);
   }
 
   /// out = skip + x Wᵀ + b, skip contiguous [n, out] (it may be out): a residual connection

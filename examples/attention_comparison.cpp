@@ -31,7 +31,7 @@ int main() {
   const auto key = heed::randn<float>({batch, keys, hidden}, 1);
 
   // Additive: score = v^T tanh(W_q q + W_k k), the seed's AdditiveAttention module.
-  const heed::nn::AdditiveAttention<float> additive({.hidden_dim = hidden});
+  const heed::nn::seed::AdditiveAttention<float> additive({.hidden_dim = hidden});
   const auto add = additive(query, key);
 
   // Dot and scaled dot: the one attention driver with the Dot and ScaledDot score policies.

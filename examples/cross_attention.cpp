@@ -7,7 +7,7 @@
 int main() {
   const heed::index_t d_model = 256, n_heads = 8, batch = 2, target_len = 10, source_len = 15;
 
-  const heed::nn::CrossAttention<float> cross_attn({.d_model = d_model, .n_heads = n_heads});
+  const heed::nn::seed::CrossAttention<float> cross_attn({.d_model = d_model, .n_heads = n_heads});
   const auto target = heed::randn<float>({batch, target_len, d_model}, 0);  // decoder output
   const auto source = heed::randn<float>({batch, source_len, d_model}, 1);  // encoder output
 

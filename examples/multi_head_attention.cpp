@@ -7,7 +7,7 @@
 int main() {
   const heed::index_t d_model = 128, n_heads = 8, seq_len = 10, batch = 4;
 
-  const heed::nn::MultiHeadAttention<float> layer({.d_model = d_model, .n_heads = n_heads});
+  const heed::nn::seed::MultiHeadAttention<float> layer({.d_model = d_model, .n_heads = n_heads});
 
   const auto query = heed::randn<float>({batch, seq_len, d_model}, 0);
   const auto key = heed::randn<float>({batch, seq_len, d_model}, 1);

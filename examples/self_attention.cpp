@@ -7,16 +7,16 @@
 int main() {
   const heed::index_t d_model = 256, n_heads = 8, seq_len = 20, batch = 2;
 
-  const heed::nn::SelfAttention<float> attn({.d_model = d_model, .n_heads = n_heads});
+  const heed::nn::seed::SelfAttention<float> attn({.d_model = d_model, .n_heads = n_heads});
   const auto x = heed::randn<float>({batch, seq_len, d_model}, 0);
 
   // Without causal mask (encoder scenario)
-  const auto [output_enc, weights_enc] = attn(x, /*causal=*/false);
+  const auto [output_enc, weights_enc] = attn(x);
   std::printf("[Encoder] Output: %s, weights: %s\n", heed::to_string(output_enc.shape()).c_str(),
               heed::to_string(weights_enc.shape()).c_str());
 
   // With causal mask (decoder / autoregressive generation scenario)
-  const auto [output_dec, weights_dec] = attn(x, /*causal=*/true);
+  const auto [output_dec, weights_dec] = attn(x, {.causal = true});
   std::printf("[Decoder] Output: %s, weights: %s\n", heed::to_string(output_dec.shape()).c_str(),
               heed::to_string(weights_dec.shape()).c_str());
 

@@ -107,7 +107,7 @@ void BM_naive_materialized(benchmark::State& state) {
                  v = heed::as_matrix(in.v.view()[0][h]);
       scores.noalias() = (q * k.transpose()) / std::sqrt(float(d));
       for (index_t i = 0; i < n; ++i)
-        heed::kernels::softmax_row(&scores(i, 0), &scores(i, 0), n, heed::MaskedRows::zero);
+        heed::detail::softmax_row(&scores(i, 0), &scores(i, 0), n, heed::MaskedRows::zero);
       out.noalias() = scores * v;
       benchmark::DoNotOptimize(out.data());
     }

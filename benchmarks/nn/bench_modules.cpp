@@ -6,7 +6,7 @@
 
 #include "heed/core/random.hpp"
 #include "heed/nn.hpp"
-#include "heed/simd/gemm.hpp"
+#include "heed/kernels/gemm.hpp"
 
 namespace {
 
@@ -49,7 +49,7 @@ void BM_transformer_encoder_layer(benchmark::State& state) {
 }
 
 // The encoder layer's GEMMs alone, one thread, on 1024 rows: through Linear and through
-// simd::gemm_nt directly. args: in, out
+// heed::gemm_nt directly. args: in, out
 constexpr index_t gemm_rows = 1024;
 
 void gemm_counter(benchmark::State& state) {
@@ -81,11 +81,11 @@ BENCHMARK(BM_linear)->Apply(gemm_shapes);
 void BM_gemm_packed(benchmark::State& state) {
   const index_t in = state.range(0), out = state.range(1);
   const auto w = heed::randn<float>({out, in}, 2);
-  const heed::simd::PackedMatrix<float> packed(w.data(), out, in);
+  const heed::PackedMatrix<float> packed(w.data(), out, in);
   const auto x = heed::randn<float>({gemm_rows, in}, 1);
   heed::Tensor<float, 2> y({gemm_rows, out});
   for (auto _ : state) {
-    heed::simd::gemm_nt(x.data(), in, gemm_rows, packed, y.data(), out, {.threads = 1});
+    heed::gemm_nt(x.data(), in, gemm_rows, packed, y.data(), out, {.threads = 1});
     benchmark::DoNotOptimize(y.data());
   }
   gemm_counter(state);

@@ -1,4 +1,6 @@
 #pragma once
-// The simd layer: batch aliases, xsimd version shims, a scalar fallback, vector primitives.
+// The simd layer: batch aliases, xsimd version shims, a scalar fallback, vector primitives,
+// the GEMM micro-kernel.
 #include "heed/simd/arch.hpp"
+#include "heed/simd/gemm_kernel.hpp"
 #include "heed/simd/vector_ops.hpp"

@@ -85,14 +85,13 @@ TEST(TensorView, IndexingDropsTheLeadingDimension) {
   EXPECT_EQ(b1.shape(), (heed::Shape<2>{3, 4}));
   EXPECT_EQ(b1(2, 1), 12 + 8 + 1);
   EXPECT_EQ(t.view()[1][2][3], 23);
-  EXPECT_EQ(t.view().slice(0)(0, 0), 0);
 }
 
 TEST(TensorView, NarrowTransposeAndReshape) {
   Tensor<int, 3> t({2, 3, 4});
   for (index_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<int>(i);
   auto v = t.view();
-  auto mid = v.narrow(2, 1, 3);  // [2, 3, 2]
+  auto mid = v.slice(2, 1, 3);  // [2, 3, 2]
   EXPECT_EQ(mid.shape(), (heed::Shape<3>{2, 3, 2}));
   EXPECT_EQ(mid(1, 2, 1), t(1, 2, 2));
   EXPECT_FALSE(mid.is_contiguous());

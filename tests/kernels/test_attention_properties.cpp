@@ -92,11 +92,11 @@ struct CountingDot {
   template <class T>
   auto bind(const heed::TensorView<const T, 4>& q, const heed::TensorView<const T, 4>& k) const {
     struct Scorer {
-      heed::kernels::DotScorer<T> dot;
+      decltype(heed::ScaledDot{}.bind<T>(q, k)) dot;
       std::atomic<index_t>* tiles;
-      void scores(index_t b, index_t h, index_t i0, index_t ni, index_t j0, index_t nj, T* s, index_t ld) const {
+      void scores(const heed::TileRef& t, T* s, index_t ld) const {
         ++*tiles;
-        dot.scores(b, h, i0, ni, j0, nj, s, ld);
+        dot.scores(t, s, ld);
       }
     };
     return Scorer{heed::ScaledDot{}.bind<T>(q, k), tiles};

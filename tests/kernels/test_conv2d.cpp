@@ -61,7 +61,7 @@ TEST(Conv2dErrors, NameTheShapes) {
 TEST(Pooling, GlobalAveragesAndChannelMeanMax) {
   const auto x = heed::randn<double>({2, 5, 7, 9}, 4);
   const auto avg = heed::global_avg_pool(x);
-  const auto mm = heed::channel_mean_max(x.view().narrow(1, 1, 5));  // a strided input
+  const auto mm = heed::channel_mean_max(x.view().slice(1, 1, 5));  // a strided input
   for (index_t b = 0; b < 2; ++b) {
     for (index_t c = 0; c < 5; ++c) {
       double s = 0;

@@ -78,7 +78,7 @@ TEST(Softmax, MaskedSoftmaxIsSoftmaxOfTheMinusInfinityFill) {
 TEST(OnlineSoftmax, BlockwiseEqualsWholeRow) {
   const auto x = heed::randn<double>({1, 100}, 9);
   const auto whole = heed::reference::softmax(x);
-  heed::kernels::OnlineSoftmax<double> state;
+  heed::detail::OnlineSoftmax<double> state;
   std::vector<double> blocks(x.data(), x.data() + 100);
   std::vector<double> scaled(100);
   // Fold three blocks; rescale the earlier exps by each correction, as the driver does.
@@ -92,7 +92,7 @@ TEST(OnlineSoftmax, BlockwiseEqualsWholeRow) {
 }
 
 TEST(OnlineSoftmax, AllMinusInfinityBlocksKeepTheStateEmpty) {
-  heed::kernels::OnlineSoftmax<float> state;
+  heed::detail::OnlineSoftmax<float> state;
   float block[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
   EXPECT_EQ(state.update(block, 4), 1.0f);
   EXPECT_EQ(block[0], 0.0f);

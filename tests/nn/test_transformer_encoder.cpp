@@ -1,4 +1,4 @@
-// TransformerEncoderLayer / TransformerEncoder against torch.nn 1.13 and the seed's own encoder.
+// TransformerEncoderLayer / TransformerEncoder against torch.nn 1.13.
 // PyTorch 1.13's eval-mode fast path (nested tensors) writes zeros at padded positions; heed
 // computes them like any other row, so padded rows are left out of the comparison.
 #include <gtest/gtest.h>
@@ -66,21 +66,6 @@ TEST(TransformerEncoderGolden, TwoLayersWithFinalNormPaddedAndCausal) {
   enc.load(f.fx, "enc.module.", {.strict = true});
   f.expect(enc(f.x, {.src_key_padding_mask = f.pad}), "enc.output");
   EXPECT_TRUE(all_close(enc(f.x, {.is_causal = true}), f.fx.get<float, 3>("enc.output_causal"), tol));
-}
-
-TEST(TransformerEncoderGolden, TheSeedsPreNormEncoder) {
-  const Fixture f;
-  TransformerEncoder<float> enc({.d_model = 24,
-                                 .nhead = 3,
-                                 .dim_feedforward = 40,
-                                 .num_layers = 2,
-                                 .activation = Activation::gelu,
-                                 .norm_first = true,
-                                 .final_norm = true,
-                                 .layout = StateDictLayout::seed});
-  enc.load(f.fx, "seed.module.", {.strict = true});
-  // The seed's encoder has no fast path: padded rows are computed and compared too.
-  EXPECT_TRUE(all_close(enc(f.x, {.src_key_padding_mask = f.pad}), f.fx.get<float, 3>("seed.output"), tol));
 }
 
 TEST(TransformerEncoder, BadShapes) {

@@ -3,17 +3,8 @@
 // debug builds, off under NDEBUG, and a user may define it before including heed to route
 // failures elsewhere. A user's bad input never reaches it: that gets an exception.
 
-#include <cstdio>
-#include <cstdlib>
-
-namespace heed::detail {
-
-[[noreturn]] inline void assert_fail(const char* condition, const char* file, int line) noexcept {
-  std::fprintf(stderr, "heed: internal assertion `%s` failed at %s:%d\n", condition, file, line);
-  std::abort();
-}
-
-}  // namespace heed::detail
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/core/detail/assert_fail.hpp"
 
 #ifndef HEED_ASSERT
 #ifdef NDEBUG

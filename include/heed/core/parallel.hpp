@@ -6,24 +6,19 @@
 // callers can give every worker its own scratch buffers.
 
 #include <algorithm>
-#include <atomic>
 
 #include <Eigen/Core>
 
 #include "heed/core/shape.hpp"
+
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/core/detail/thread_setting.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
 namespace heed {
-
-namespace detail {
-inline std::atomic<int>& thread_setting() noexcept {
-  static std::atomic<int> threads{0};  // 0: all the hardware offers
-  return threads;
-}
-}  // namespace detail
 
 /// How many workers parallel_for uses when a call does not say (1 without OpenMP).
 [[nodiscard]] inline int num_threads() noexcept {

@@ -11,27 +11,10 @@
 
 #include "heed/core/tensor.hpp"
 
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/core/detail/splitmix64.hpp"
+
 namespace heed {
-
-namespace detail {
-
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) noexcept : state_(seed) {}
-  std::uint64_t next() noexcept {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, 1) with 53 random bits.
-  double uniform() noexcept { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-
- private:
-  std::uint64_t state_;
-};
-
-}  // namespace detail
 
 template <class Scalar, std::size_t Rank>
 [[nodiscard]] Tensor<Scalar, Rank> zeros(const Shape<Rank>& shape) {

@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <memory>
-#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -15,105 +13,11 @@
 #include "heed/core/shape.hpp"
 #include "heed/core/tensor_view.hpp"
 
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/core/detail/buffer_cache.hpp"
+#include "heed/core/detail/tensor_traits.hpp"
+
 namespace heed {
-
-namespace detail {
-
-inline constexpr std::size_t tensor_alignment = 64;
-
-// Tensors of 256 KiB and more are recycled through a small per-thread cache. Freed and
-// allocated again, a large buffer comes back from the kernel as fresh pages, and every 4 KiB
-// page then costs a fault on first touch: for a Transformer layer that calls the same shapes
-// over and over, that was 5-10% of the time. The cache keeps at most 8 blocks and 64 MiB per
-// thread, matches sizes exactly, and frees everything when the thread ends.
-class BlockCache {
- public:
-  static constexpr std::size_t min_bytes = std::size_t{256} << 10;
-  static constexpr std::size_t max_bytes = std::size_t{64} << 20;
-
-  BlockCache() = default;
-  BlockCache(const BlockCache&) = delete;
-  BlockCache& operator=(const BlockCache&) = delete;
-  ~BlockCache() {
-    for (Block& b : blocks_) release(b);
-    state().destroyed = true;
-  }
-
-  /// The calling thread's cache, or nullptr once it has been destroyed (at thread exit).
-  static BlockCache* current() noexcept {
-    if (state().destroyed) return nullptr;
-    thread_local BlockCache cache;
-    return &cache;
-  }
-
-  void* take(std::size_t bytes) noexcept {
-    for (Block& b : blocks_)
-      if (b.ptr && b.bytes == bytes) {
-        total_ -= bytes;
-        return std::exchange(b.ptr, nullptr);
-      }
-    return nullptr;
-  }
-
-  /// Keeps p for reuse; false when it does not fit (the caller frees it).
-  bool give(void* p, std::size_t bytes) noexcept {
-    if (bytes < min_bytes || bytes > max_bytes) return false;
-    for (Block& b : blocks_)
-      if (total_ + bytes > max_bytes) release(b);
-    for (Block& b : blocks_)
-      if (!b.ptr) {
-        b = {p, bytes};
-        total_ += bytes;
-        return true;
-      }
-    return false;
-  }
-
- private:
-  struct Block {
-    void* ptr = nullptr;
-    std::size_t bytes = 0;
-  };
-  struct State {  // trivially destructible: still readable after the cache is gone
-    bool destroyed = false;
-  };
-  static State& state() noexcept {
-    thread_local State s;
-    return s;
-  }
-  void release(Block& b) noexcept {
-    if (!b.ptr) return;
-    ::operator delete (b.ptr, std::align_val_t{tensor_alignment});
-    total_ -= b.bytes;
-    b.ptr = nullptr;
-  }
-
-  Block blocks_[8];
-  std::size_t total_ = 0;
-};
-
-struct AlignedDelete {
-  std::size_t bytes = 0;
-  void operator()(void* p) const noexcept {
-    if (bytes >= BlockCache::min_bytes)
-      if (BlockCache* cache = BlockCache::current(); cache && cache->give(p, bytes)) return;
-    ::operator delete (p, std::align_val_t{tensor_alignment});
-  }
-};
-
-template <class Scalar>
-std::unique_ptr<Scalar, AlignedDelete> aligned_storage(index_t count, bool zero) {
-  if (count == 0) return nullptr;
-  const auto bytes = static_cast<std::size_t>(count) * sizeof(Scalar);
-  void* raw = nullptr;
-  if (bytes >= BlockCache::min_bytes)
-    if (BlockCache* cache = BlockCache::current()) raw = cache->take(bytes);
-  if (!raw) raw = ::operator new (bytes, std::align_val_t{tensor_alignment});
-  if (zero) std::memset(raw, 0, bytes);  // all-zero bytes are 0 for every arithmetic type heed uses
-  return std::unique_ptr<Scalar, AlignedDelete>(static_cast<Scalar*>(raw), AlignedDelete{bytes});
-}
-
-}  // namespace detail
 
 /// Tag for a Tensor whose elements are left uninitialized, for outputs a kernel overwrites
 /// entirely (zero-filling them first would cost one more pass over memory).
@@ -239,25 +143,6 @@ template <class Scalar, std::size_t Rank>
   storage = Tensor<Scalar, Rank>(view);
   return storage.view();
 }
-
-namespace detail {
-template <class T>
-struct tensor_traits {
-  static constexpr bool is_tensor = false;
-};
-template <class Scalar, std::size_t Rank>
-struct tensor_traits<Tensor<Scalar, Rank>> {
-  static constexpr bool is_tensor = true;
-  using scalar = Scalar;
-  static constexpr std::size_t rank = Rank;
-};
-template <class Scalar, std::size_t Rank>
-struct tensor_traits<TensorView<Scalar, Rank>> {
-  static constexpr bool is_tensor = true;
-  using scalar = std::remove_const_t<Scalar>;
-  static constexpr std::size_t rank = Rank;
-};
-}  // namespace detail
 
 /// A Tensor or a TensorView (read-only use): what generic entry points take.
 template <class T>

@@ -1,14 +1,18 @@
 #pragma once
 // TensorView: a non-owning, strided window on Rank-dimensional data. `TensorView<const T, R>`
-// is the read-only view; a mutable view converts to it implicitly. Like Eigen's Block, slicing
-// checks its rank at compile time and its bounds with HEED_ASSERT (debug builds only): views are
-// what the kernels take, behind a boundary that has already validated shapes.
+// is the read-only view; a mutable view converts to it implicitly. Element access (operator(),
+// operator[]) is what kernels use behind a boundary that has already validated shapes: like
+// Eigen's Block it checks its rank at compile time and its bounds with HEED_ASSERT (debug builds
+// only). Making views (slice, narrow, transpose, reshape) is a public entry point: it checks
+// its arguments in every build and throws ShapeError naming the shape and the range.
 
 #include <cstddef>
+#include <string>
 #include <type_traits>
 #include <utility>
 
 #include "heed/core/assert.hpp"
+#include "heed/core/error.hpp"
 #include "heed/core/shape.hpp"
 
 namespace heed {
@@ -91,20 +95,31 @@ class TensorView {
     }
   }
 
-  /// The same as operator[], for symmetry with libtorch's `select(0, i)`.
-  [[nodiscard]] auto slice(index_t i) const noexcept requires(Rank > 1) { return (*this)[i]; }
-
-  /// The sub-range [begin, end) along dimension `dim`; the rank is kept.
-  [[nodiscard]] TensorView narrow(std::size_t dim, index_t begin, index_t end) const noexcept {
-    HEED_ASSERT(dim < Rank && 0 <= begin && begin <= end && end <= shape_[dim]);
-    Shape<Rank> shape = shape_;
-    shape[dim] = end - begin;
-    return TensorView(data_ + begin * strides_[dim], shape, strides_);
+  /// The sub-range [begin, end) of dimension `dim`, the rank kept (Python's `x[:, begin:end]`).
+  /// ShapeError, naming the shape and the range, unless 0 <= begin <= end <= size(dim).
+  [[nodiscard]] TensorView slice(std::size_t dim, index_t begin, index_t end) const {
+    if (dim >= Rank || begin < 0 || begin > end || end > shape_[dim])
+      throw ShapeError("heed::TensorView::slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                       ") of dimension " + std::to_string(dim) + " is outside the shape " + to_string(shape_));
+    return sub_range(dim, begin, end - begin);
   }
 
-  /// Swaps two dimensions without moving data: [B, L, H, d] → [B, H, L, d].
-  [[nodiscard]] TensorView transpose(std::size_t a, std::size_t b) const noexcept {
-    HEED_ASSERT(a < Rank && b < Rank);
+  /// `length` elements of dimension `dim` from `start`, the rank kept: PyTorch's
+  /// `narrow(dim, start, length)`. ShapeError unless the range lies inside the shape.
+  [[nodiscard]] TensorView narrow(std::size_t dim, index_t start, index_t length) const {
+    if (dim >= Rank || start < 0 || length < 0 || start > shape_[dim] || length > shape_[dim] - start)
+      throw ShapeError("heed::TensorView::narrow: start " + std::to_string(start) + ", length " +
+                       std::to_string(length) + " of dimension " + std::to_string(dim) + " is outside the shape " +
+                       to_string(shape_));
+    return sub_range(dim, start, length);
+  }
+
+  /// Swaps two dimensions without moving data: [B, L, H, d] → [B, H, L, d]. ShapeError for a
+  /// dimension past the rank.
+  [[nodiscard]] TensorView transpose(std::size_t a, std::size_t b) const {
+    if (a >= Rank || b >= Rank)
+      throw ShapeError("heed::TensorView::transpose: dimensions " + std::to_string(a) + " and " + std::to_string(b) +
+                       " of a rank-" + std::to_string(Rank) + " view " + to_string(shape_));
     Shape<Rank> shape = shape_;
     Shape<Rank> strides = strides_;
     std::swap(shape[a], shape[b]);
@@ -112,14 +127,23 @@ class TensorView {
     return TensorView(data_, shape, strides);
   }
 
-  /// The same contiguous data under another shape with as many elements.
+  /// The same contiguous data under another shape with as many elements. ShapeError when the
+  /// view is strided or the element counts differ.
   template <std::size_t NewRank>
-  [[nodiscard]] TensorView<Scalar, NewRank> reshape(const Shape<NewRank>& shape) const noexcept {
-    HEED_ASSERT(is_contiguous() && heed::numel(shape) == numel());
+  [[nodiscard]] TensorView<Scalar, NewRank> reshape(const Shape<NewRank>& shape) const {
+    if (!is_contiguous() || heed::numel(shape) != numel())
+      throw ShapeError("heed::TensorView::reshape: cannot view " + std::string(is_contiguous() ? "" : "strided ") +
+                       to_string(shape_) + " as " + to_string(shape));
     return TensorView<Scalar, NewRank>(data_, shape);
   }
 
  private:
+  TensorView sub_range(std::size_t dim, index_t start, index_t length) const noexcept {
+    Shape<Rank> shape = shape_;
+    shape[dim] = length;
+    return TensorView(data_ + start * strides_[dim], shape, strides_);
+  }
+
   template <std::size_t N>
   static Shape<N - 1> tail(const Shape<N>& s) noexcept {
     Shape<N - 1> t{};

@@ -37,122 +37,13 @@ struct HeatmapOptions {
   int cell = 0;  ///< pixels per cell; 0 chooses from the size (8 to 32)
 };
 
-namespace detail {
+}  // namespace heed::io
 
-using Rgb = std::array<std::uint8_t, 3>;
+// The internals, which need the declarations above.
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/io/detail/heatmap_layout.hpp"
 
-/// matplotlib's "Blues" (ColorBrewer's nine stops), t in [0, 1].
-[[nodiscard]] inline Rgb blues(double t) noexcept {
-  static constexpr Rgb stops[] = {{247, 251, 255}, {222, 235, 247}, {198, 219, 239}, {158, 202, 225}, {107, 174, 214},
-                                  {66, 146, 198},  {33, 113, 181},  {8, 81, 156},    {8, 48, 107}};
-  if (!std::isfinite(t)) return {190, 190, 190};
-  t = std::clamp(t, 0.0, 1.0) * 8.0;
-  const int i = std::min(7, static_cast<int>(t));
-  const double f = t - i;
-  Rgb c{};
-  for (int k = 0; k < 3; ++k)
-    c[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(
-        std::lround(stops[i][static_cast<std::size_t>(k)] * (1 - f) + stops[i + 1][static_cast<std::size_t>(k)] * f));
-  return c;
-}
-
-/// The panels as doubles, checked against the options once.
-struct HeatmapData {
-  index_t panels = 0, rows = 0, cols = 0;
-  std::vector<double> values;
-  double vmax = 1;
-  int cell = 0;
-
-  [[nodiscard]] double at(index_t p, index_t r, index_t c) const noexcept {
-    return values[static_cast<std::size_t>((p * rows + r) * cols + c)];
-  }
-};
-
-template <TensorLike W>
-[[nodiscard]] HeatmapData heatmap_data(const W& weights, const HeatmapOptions& o, const char* who) {
-  static_assert(rank_of<W> == 2 || rank_of<W> == 3, "a heatmap takes [rows, cols] or [panels, rows, cols]");
-  const auto v = as_view(weights);
-  HeatmapData d;
-  if constexpr (rank_of<W> == 2) {
-    d.panels = 1, d.rows = v.size(0), d.cols = v.size(1);
-  } else {
-    d.panels = v.size(0), d.rows = v.size(1), d.cols = v.size(2);
-  }
-  const auto fail = [&](const std::string& why) {
-    throw ShapeError(std::string(who) + ": " + why + " (weights " + to_string(v.shape()) + ")");
-  };
-  if (d.panels < 1 || d.rows < 1 || d.cols < 1) fail("nothing to draw");
-  if (!o.x_labels.empty() && static_cast<index_t>(o.x_labels.size()) != d.cols)
-    fail(std::to_string(o.x_labels.size()) + " x labels for " + std::to_string(d.cols) + " columns");
-  if (!o.y_labels.empty() && static_cast<index_t>(o.y_labels.size()) != d.rows)
-    fail(std::to_string(o.y_labels.size()) + " y labels for " + std::to_string(d.rows) + " rows");
-  if (!o.panel_titles.empty() && static_cast<index_t>(o.panel_titles.size()) != d.panels)
-    fail(std::to_string(o.panel_titles.size()) + " panel titles for " + std::to_string(d.panels) + " panels");
-  if (o.cell < 0) fail("cell size " + std::to_string(o.cell) + " is negative");
-  d.values.reserve(static_cast<std::size_t>(d.panels * d.rows * d.cols));
-  double vmax = 0;
-  for (index_t p = 0; p < d.panels; ++p)
-    for (index_t r = 0; r < d.rows; ++r)
-      for (index_t c = 0; c < d.cols; ++c) {
-        double x;
-        if constexpr (rank_of<W> == 2)
-          x = static_cast<double>(v(r, c));
-        else
-          x = static_cast<double>(v(p, r, c));
-        d.values.push_back(x);
-        if (std::isfinite(x)) vmax = std::max(vmax, x);
-      }
-  d.vmax = vmax > 0 ? vmax : 1;
-  d.cell = o.cell > 0 ? o.cell : static_cast<int>(std::clamp<index_t>(384 / std::max(d.rows, d.cols), 8, 32));
-  return d;
-}
-
-[[nodiscard]] inline std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-[[nodiscard]] inline std::string svg_color(Rgb c) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c[0], c[1], c[2]);
-  return buf;
-}
-
-[[nodiscard]] inline std::string format_tick(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", x);
-  return buf;
-}
-
-inline void write_text_file(const std::filesystem::path& path, const std::string& text, const char* who) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw IoError(std::string(who) + ": cannot create " + path.string());
-  out << text;
-  if (!out) throw IoError(std::string(who) + ": cannot write " + path.string());
-}
-
-}  // namespace detail
+namespace heed::io {
 
 /// The SVG document of a heatmap (see write_heatmap_svg).
 template <TensorLike W>

@@ -135,139 +135,16 @@ struct TensorInfo {
   return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
 }
 
-namespace detail {
+}  // namespace heed::io
 
-template <class T>
-[[nodiscard]] inline T load_le(const std::byte* p) noexcept {
-  T value;
-  std::memcpy(&value, p, sizeof(T));
-  if constexpr (std::endian::native == std::endian::big && sizeof(T) > 1) {
-    auto bytes = std::bit_cast<std::array<std::byte, sizeof(T)>>(value);
-    std::reverse(bytes.begin(), bytes.end());
-    value = std::bit_cast<T>(bytes);
-  }
-  return value;
-}
+// The internals, which need the declarations above.
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/io/detail/safetensors_bytes.hpp"
 
-template <class T>
-inline void store_le(std::byte* p, T value) noexcept {
-  if constexpr (std::endian::native == std::endian::big && sizeof(T) > 1) {
-    auto bytes = std::bit_cast<std::array<std::byte, sizeof(T)>>(value);
-    std::reverse(bytes.begin(), bytes.end());
-    value = std::bit_cast<T>(bytes);
-  }
-  std::memcpy(p, &value, sizeof(T));
-}
-
-[[nodiscard]] inline DType parse_dtype(const std::string& s, const std::string& where) {
-  static const std::map<std::string, DType, std::less<>> table = {
-      {"BOOL", DType::BOOL}, {"U8", DType::U8},     {"I8", DType::I8},   {"I16", DType::I16}, {"U16", DType::U16},
-      {"F16", DType::F16},   {"BF16", DType::BF16}, {"I32", DType::I32}, {"U32", DType::U32}, {"F32", DType::F32},
-      {"I64", DType::I64},   {"U64", DType::U64},   {"F64", DType::F64}};
-  const auto it = table.find(s);
-  if (it == table.end()) throw FormatError(where + ": unknown dtype \"" + s + "\"");
-  return it->second;
-}
-
-// Converts `count` elements of `dtype` at `src` into Scalar.
-template <class Scalar>
-void convert(const std::byte* src, DType dtype, index_t count, Scalar* dst, const std::string& where) {
-  auto each = [&]<class Stored>(auto to_value) {
-    for (index_t i = 0; i < count; ++i)
-      dst[i] = static_cast<Scalar>(to_value(load_le<Stored>(src + static_cast<std::size_t>(i) * sizeof(Stored))));
-  };
-  auto same = [](auto v) { return v; };
-  constexpr bool floating = std::is_floating_point_v<Scalar>;
-  constexpr bool boolean = std::is_same_v<Scalar, bool>;
-  constexpr bool integral = std::is_integral_v<Scalar> && !boolean;
-  switch (dtype) {
-    case DType::BOOL:
-      return each.template operator()<std::uint8_t>([](std::uint8_t v) { return v != 0; });
-    case DType::F32:
-      if constexpr (floating) return each.template operator()<float>(same);
-      break;
-    case DType::F64:
-      if constexpr (floating) return each.template operator()<double>(same);
-      break;
-    case DType::F16:
-      if constexpr (floating) return each.template operator()<std::uint16_t>(half_to_float);
-      break;
-    case DType::BF16:
-      if constexpr (floating) return each.template operator()<std::uint16_t>(bfloat16_to_float);
-      break;
-    case DType::I32:
-      if constexpr (floating || integral) return each.template operator()<std::int32_t>(same);
-      break;
-    case DType::I64:
-      if constexpr (floating || integral) return each.template operator()<std::int64_t>(same);
-      break;
-    case DType::U8:
-      if constexpr (floating || integral) return each.template operator()<std::uint8_t>(same);
-      break;
-    case DType::I8:
-      if constexpr (floating || integral) return each.template operator()<std::int8_t>(same);
-      break;
-    default:
-      break;
-  }
-  throw FormatError(where + ": dtype " + std::string(dtype_name(dtype)) + " cannot be read as " +
-                    std::string(boolean    ? "bool"
-                                : floating ? "a floating-point tensor"
-                                           : "an integer tensor"));
-}
-
-}  // namespace detail
+namespace heed::io {
 
 /// How SafeTensors::open reads a file: mapped (the default where mmap exists) or copied into memory.
 enum class ReadMode { map, copy };
-
-namespace detail {
-
-/// The bytes of a file, mapped or read, kept alive by whoever shares them.
-struct FileBytes {
-  std::shared_ptr<const void> owner;
-  const std::byte* data = nullptr;
-  std::size_t size = 0;
-  bool mapped = false;
-};
-
-[[nodiscard]] inline FileBytes read_file_bytes(const std::filesystem::path& path, std::string_view who) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw IoError(std::string(who) + ": cannot open " + path.string());
-  const std::streamoff size = in.tellg();
-  if (size < 0) throw IoError(std::string(who) + ": cannot read the size of " + path.string());
-  auto bytes = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(size));
-  in.seekg(0);
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes->data()), size))
-    throw IoError(std::string(who) + ": cannot read " + path.string());
-  return {bytes, bytes->data(), bytes->size(), false};
-}
-
-[[nodiscard]] inline FileBytes map_file_bytes(const std::filesystem::path& path, std::string_view who) {
-#if defined(HEED_HAVE_MMAP)
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw IoError(std::string(who) + ": cannot open " + path.string());
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return read_file_bytes(path, who);  // not a regular file (a pipe, a device): read it
-  }
-  const auto size = static_cast<std::size_t>(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    return {};
-  }
-  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);  // the mapping keeps the file
-  if (p == MAP_FAILED) return read_file_bytes(path, who);
-  std::shared_ptr<const void> owner(p, [size](const void* q) { ::munmap(const_cast<void*>(q), size); });
-  return {std::move(owner), static_cast<const std::byte*>(p), size, true};
-#else
-  return read_file_bytes(path, who);
-#endif
-}
-
-}  // namespace detail
 
 /// A validated safetensors file, memory-mapped or held in memory. Cheap to copy (the bytes are shared).
 class SafeTensors {

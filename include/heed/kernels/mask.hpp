@@ -8,7 +8,7 @@
 //   mask::KeyPadding{ignore}      bool [B, Lk], true = padding, never attended
 //   mask::Allowed{allowed}        bool, true = may attend ([Lq, Lk] or [B|1, H|1, Lq|1, Lk|1])
 //   mask::Bias{bias}              float added to the scores (ALiBi, relative positions, -inf)
-//   mask::all(a, b, ...)          visible iff visible under every one
+//   mask::all(a, b, ...)          visible iff visible under every one (an AllOf)
 //
 // A mask classifies each (query tile, key tile) as open (nothing to do), blocked (every
 // score masked: the driver skips the tile entirely, no GEMM and no exp) or partial (apply()
@@ -29,88 +29,26 @@
 
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
+#include "heed/kernels/tile_ref.hpp"
+
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/kernels/detail/mask_tensor.hpp"
 
 namespace heed::mask {
 
+/// What a mask says of one tile: nothing masked, everything masked (the driver skips it), or
+/// some of it (apply() runs).
 enum class Tile { open, blocked, partial };
 
-/// One tile of the score matrix of batch b, head h: query rows [i0, i0 + ni), key columns [j0, j0 + nj).
-struct TileRef {
-  index_t b, h, i0, ni, j0, nj;
-};
-
 /// What the driver needs of a mask. `check` validates against {B, H, Lq, Lk} and throws
-/// ShapeError; `classify` and `apply` are hot and check nothing. `scores` is a row-major
-/// [ni, nj] block with leading dimension `ld`.
+/// ShapeError; `classify` and `apply` are hot and check nothing. `scores` is the tile's
+/// row-major [ni, nj] block with leading dimension `ld`.
 template <class M, class T>
 concept MaskPolicy = requires(const M& m, const Shape<4>& dims, const TileRef& t, T* scores, index_t ld) {
   m.check(dims);
   { m.classify(t) } -> std::same_as<Tile>;
   m.apply(t, scores, ld);
 };
-
-namespace detail {
-
-template <class T>
-inline constexpr T minus_inf = -std::numeric_limits<T>::infinity();
-
-inline std::string dims_text(const Shape<4>& dims) {
-  return "[B, H, Lq, Lk] = " + to_string(dims);
-}
-
-/// A rank-4 tensor that broadcasts over any dimension of extent 1 (stride 0 there), from a
-/// rank-2 [Lq, Lk] or a rank-4 tensor. Views the caller's tensor, or owns a temporary one.
-template <class Scalar>
-class Broadcast4 {
- public:
-  Broadcast4() = default;
-
-  template <TensorLike X>
-  requires std::is_same_v<scalar_of<X>, Scalar> Broadcast4(X&& x, const char* what) : what_(what) {
-    if constexpr (!std::is_lvalue_reference_v<X> && !std::is_const_v<std::remove_reference_t<X>> &&
-                  std::is_same_v<std::remove_cvref_t<X>, Tensor<Scalar, rank_of<X>>>) {
-      auto owned = std::make_shared<const std::remove_cvref_t<X>>(std::move(x));  // keep a temporary alive
-      bind(owned->view());
-      owner_ = std::move(owned);
-    } else {
-      bind(as_view(x));
-    }
-  }
-
-  /// Throws ShapeError unless every dimension equals dims or is 1.
-  void check(const Shape<4>& dims) const {
-    for (std::size_t d = 0; d < 4; ++d)
-      if (shape_[d] != 1 && shape_[d] != dims[d])
-        throw ShapeError(std::string("heed::mask::") + what_ + ": mask of shape " + original_ +
-                         " does not broadcast to the scores " + dims_text(dims));
-  }
-
-  [[nodiscard]] const Scalar* row(index_t b, index_t h, index_t i) const noexcept {
-    return data_ + b * strides_[0] + h * strides_[1] + i * strides_[2];
-  }
-  [[nodiscard]] index_t column_stride() const noexcept { return strides_[3]; }
-
- private:
-  template <std::size_t Rank>
-  void bind(const TensorView<const Scalar, Rank>& v) {
-    static_assert(Rank == 2 || Rank == 4, "a mask is [Lq, Lk] or [B, H, Lq, Lk] (dimensions of extent 1 broadcast)");
-    original_ = to_string(v.shape());
-    data_ = v.data();
-    for (std::size_t d = 0; d < Rank; ++d) {
-      shape_[4 - Rank + d] = v.size(d);
-      strides_[4 - Rank + d] = v.size(d) == 1 ? 0 : v.stride(d);
-    }
-  }
-
-  const Scalar* data_ = nullptr;
-  Shape<4> shape_{1, 1, 1, 1};
-  Shape<4> strides_{0, 0, 0, 0};
-  std::string original_;
-  const char* what_ = "";
-  std::shared_ptr<const void> owner_;
-};
-
-}  // namespace detail
 
 /// Every key visible.
 struct None {
@@ -182,7 +120,7 @@ class KeyPadding {
     if (batch_ != dims[0] || keys_ != dims[3])
       throw ShapeError("heed::mask::KeyPadding: mask of shape [" + std::to_string(batch_) + ", " +
                        std::to_string(keys_) + "] does not match [B, Lk] = [" + std::to_string(dims[0]) + ", " +
-                       std::to_string(dims[3]) + "] of the scores " + detail::dims_text(dims));
+                       std::to_string(dims[3]) + "] of the scores " + detail::scores_text(dims));
   }
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
     const bool* row = ignore_.row(t.b, 0, 0);
@@ -203,22 +141,22 @@ class KeyPadding {
  private:
   // [B, Lk] is viewed as [B, 1, 1, Lk].
   template <class X>
-  detail::Broadcast4<bool> as_rank4(X&& ignore) {
+  detail::MaskTensor<bool> as_rank4(X&& ignore) {
     const auto v = as_view(ignore);
     batch_ = v.size(0);
     keys_ = v.size(1);
     if constexpr (!std::is_lvalue_reference_v<X>) {
       Tensor<bool, 4> owned(Shape<4>{batch_, 1, 1, keys_});
       owned.copy_from(TensorView<const bool, 4>(v.data(), owned.shape(), {v.stride(0), 0, 0, v.stride(1)}));
-      return detail::Broadcast4<bool>(std::move(owned), "KeyPadding");
+      return detail::MaskTensor<bool>(std::move(owned), "KeyPadding");
     } else {
-      return detail::Broadcast4<bool>(
+      return detail::MaskTensor<bool>(
           TensorView<const bool, 4>(v.data(), {batch_, 1, 1, keys_}, {v.stride(0), 0, 0, v.stride(1)}), "KeyPadding");
     }
   }
 
   index_t batch_ = 0, keys_ = 0;
-  detail::Broadcast4<bool> ignore_;
+  detail::MaskTensor<bool> ignore_;
 };
 
 /// bool, true = may attend: the convention of torch's scaled_dot_product_attention and of
@@ -250,7 +188,7 @@ class Allowed {
   }
 
  private:
-  detail::Broadcast4<bool> allowed_;
+  detail::MaskTensor<bool> allowed_;
 };
 
 /// Added to the scores before the softmax; -inf hides a key. Shapes as for Allowed.
@@ -274,17 +212,17 @@ class Bias {
   }
 
  private:
-  detail::Broadcast4<Scalar> bias_;
+  detail::MaskTensor<Scalar> bias_;
 };
 
 template <TensorLike X>
 Bias(X&&) -> Bias<scalar_of<X>>;
 
-/// Visible iff visible under every mask; biases add up.
+/// Visible iff visible under every mask; biases add up. Made by mask::all(...).
 template <class... Masks>
-class All {
+class AllOf {
  public:
-  explicit All(Masks... masks) : masks_(std::move(masks)...) {}
+  explicit AllOf(Masks... masks) : masks_(std::move(masks)...) {}
 
   void check(const Shape<4>& dims) const {
     std::apply([&](const auto&... m) { (m.check(dims), ...); }, masks_);
@@ -314,8 +252,8 @@ class All {
 
 /// Combines masks: `mask::all(mask::Causal{}, mask::KeyPadding{pad})`.
 template <class... Masks>
-[[nodiscard]] All<std::remove_cvref_t<Masks>...> all(Masks&&... masks) {
-  return All<std::remove_cvref_t<Masks>...>(std::forward<Masks>(masks)...);
+[[nodiscard]] AllOf<std::remove_cvref_t<Masks>...> all(Masks&&... masks) {
+  return AllOf<std::remove_cvref_t<Masks>...>(std::forward<Masks>(masks)...);
 }
 
 }  // namespace heed::mask

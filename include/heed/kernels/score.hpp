@@ -24,96 +24,48 @@
 #include "heed/core/error.hpp"
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/kernels/tile_ref.hpp"
+
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/kernels/detail/scorers.hpp"
 
 namespace heed {
 
-/// What the driver needs of a score policy for scalar T: q [B, H, Lq, dq], k [B, H, Lk, dk],
-/// both with unit stride in the last dimension.
+/// What the driver needs of a score policy for scalar T: `check` validates q [B, Hq, Lq, dq]
+/// and k [B, Hkv, Lk, dk] (ShapeError); `bind` takes the call's q and k (unit stride in the
+/// last dimension) and returns a scorer whose `scores(tile, out, ld)` writes the tile's
+/// row-major [ni, nj] scores with leading dimension ld, checking nothing. With grouped heads
+/// (Hq = G·Hkv) query head h reads key head h / G.
 template <class P, class T>
-concept ScorePolicy = requires(const P& p, const TensorView<const T, 4>& q, const TensorView<const T, 4>& k, T* s) {
+concept ScorePolicy = requires(const P& p, const TensorView<const T, 4>& q, const TensorView<const T, 4>& k,
+                               const TileRef& t, T* s) {
   p.check(q.shape(), k.shape());
-  p.template bind<T>(q, k).scores(index_t{}, index_t{}, index_t{}, index_t{}, index_t{}, index_t{}, s, index_t{});
+  p.template bind<T>(q, k).scores(t, s, index_t{});
 };
-
-namespace kernels {
-
-/// scale · Q_tile K_tileᵀ as one GEMM on Eigen maps of the views (no copies).
-template <class T>
-class DotScorer {
- public:
-  DotScorer(TensorView<const T, 4> q, TensorView<const T, 4> k, T scale) : q_(q), k_(k), scale_(scale) {}
-
-  void scores(index_t b, index_t h, index_t i0, index_t ni, index_t j0, index_t nj, T* out, index_t ld) const {
-    using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    using ConstMap = Eigen::Map<const RowMajor, Eigen::Unaligned, Eigen::OuterStride<>>;
-    const index_t d = q_.size(3);
-    const ConstMap qt(&q_(b, h, i0, 0), ni, d, Eigen::OuterStride<>(q_.stride(2)));
-    const ConstMap kt(&k_(b, h, j0, 0), nj, d, Eigen::OuterStride<>(k_.stride(2)));
-    Eigen::Map<RowMajor, Eigen::Unaligned, Eigen::OuterStride<>> s(out, ni, nj, Eigen::OuterStride<>(ld));
-    s.noalias() = scale_ * (qt * kt.transpose());
-  }
-
- private:
-  TensorView<const T, 4> q_, k_;
-  T scale_;
-};
-
-inline void check_same_depth(const Shape<4>& q, const Shape<4>& k, const char* who) {
-  if (q[3] != k[3])
-    throw ShapeError(std::string("heed::") + who + ": query depth " + std::to_string(q[3]) + " (q " + to_string(q) +
-                     ") differs from key depth " + std::to_string(k[3]) + " (k " + to_string(k) + ")");
-}
-
-}  // namespace kernels
 
 /// scale · qᵀk, with scale = 1/sqrt(d) unless given.
 struct ScaledDot {
   std::optional<double> scale;
 
-  void check(const Shape<4>& q, const Shape<4>& k) const { kernels::check_same_depth(q, k, "ScaledDot"); }
+  void check(const Shape<4>& q, const Shape<4>& k) const { detail::check_same_depth(q, k, "ScaledDot"); }
 
   template <class T>
-  [[nodiscard]] kernels::DotScorer<T> bind(const TensorView<const T, 4>& q, const TensorView<const T, 4>& k) const {
+  [[nodiscard]] detail::DotScorer<T> bind(const TensorView<const T, 4>& q, const TensorView<const T, 4>& k) const {
     const double d = static_cast<double>(q.size(3));
     return {q, k, static_cast<T>(scale ? *scale : (d > 0 ? 1.0 / std::sqrt(d) : 1.0))};
   }
 };
 
-/// qᵀk, unscaled: the scores grow with d and the softmax sharpens (see seed 002).
+/// qᵀk, unscaled: the scores grow with d and the softmax sharpens
+/// (examples/attention_comparison.cpp shows it).
 struct Dot {
-  void check(const Shape<4>& q, const Shape<4>& k) const { kernels::check_same_depth(q, k, "Dot"); }
+  void check(const Shape<4>& q, const Shape<4>& k) const { detail::check_same_depth(q, k, "Dot"); }
 
   template <class T>
-  [[nodiscard]] kernels::DotScorer<T> bind(const TensorView<const T, 4>& q, const TensorView<const T, 4>& k) const {
+  [[nodiscard]] detail::DotScorer<T> bind(const TensorView<const T, 4>& q, const TensorView<const T, 4>& k) const {
     return {q, k, T(1)};
   }
 };
-
-namespace kernels {
-
-/// Projected queries and keys, then vᵀ tanh(q' + k') per pair.
-template <class T>
-class AdditiveScorer {
- public:
-  AdditiveScorer(Tensor<T, 4> q_proj, Tensor<T, 4> k_proj, Tensor<T, 1> v)
-      : q_proj_(std::move(q_proj)), k_proj_(std::move(k_proj)), v_(std::move(v)) {}
-
-  void scores(index_t b, index_t h, index_t i0, index_t ni, index_t j0, index_t nj, T* out, index_t ld) const {
-    const index_t hidden = v_.size(0);
-    const T* v = v_.data();
-    for (index_t i = 0; i < ni; ++i) {
-      const T* qp = &q_proj_(b, h, i0 + i, 0);
-      for (index_t j = 0; j < nj; ++j) out[i * ld + j] = simd::tanh_dot(qp, &k_proj_(b, h, j0 + j, 0), v, hidden);
-    }
-  }
-
- private:
-  Tensor<T, 4> q_proj_, k_proj_;  // [B, H, L, hidden]
-  Tensor<T, 1> v_;                // a dense copy: read contiguously in the hot loop
-};
-
-}  // namespace kernels
 
 /// Bahdanau's additive score vᵀ tanh(W_q q + b_q + W_k k + b_k). W_q [hidden, dq] and
 /// W_k [hidden, dk] are nn.Linear weights, so dq and dk may differ; the biases may be empty.
@@ -144,8 +96,7 @@ struct Additive {
   }
 
   template <class T>
-  [[nodiscard]] kernels::AdditiveScorer<T> bind(const TensorView<const T, 4>& q,
-                                                const TensorView<const T, 4>& k) const {
+  [[nodiscard]] detail::AdditiveScorer<T> bind(const TensorView<const T, 4>& q, const TensorView<const T, 4>& k) const {
     static_assert(std::is_same_v<T, Scalar>, "Additive<Scalar> scores tensors of the same Scalar");
     return {project(q, w_q, b_q), project(k, w_k, b_k), Tensor<T, 1>(v)};
   }

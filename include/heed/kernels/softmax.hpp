@@ -3,9 +3,6 @@
 // so no exp overflows however large the inputs. -inf entries get probability 0. A row whose
 // entries are all -inf (fully masked) has no distribution: heed writes zeros by default
 // (FlashAttention, ggml and PyTorch ≥ 2.5 do the same), MaskedRows::nan reproduces PyTorch 1.13.
-//
-// OnlineSoftmax is the same computation one block of a row at a time (Milakov & Gimelshein
-// 2018, https://arxiv.org/abs/1805.02867): the attention driver keeps one per query row.
 
 #include <cmath>
 #include <cstddef>
@@ -15,69 +12,17 @@
 
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/kernels/masked_rows.hpp"
+
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/kernels/detail/online_softmax.hpp"
 
 namespace heed {
 
-/// What a fully masked row (every score -inf) becomes.
-enum class MaskedRows {
-  zero,  ///< zeros: the row attends to nothing (default)
-  nan,   ///< NaN, as PyTorch 1.13's softmax and attention produce
-};
-
+/// The options of softmax and masked_softmax.
 struct SoftmaxOptions {
   MaskedRows masked_rows = MaskedRows::zero;
 };
-
-namespace kernels {
-
-/// y = softmax(x) over n contiguous elements (y may be x).
-template <class T>
-void softmax_row(const T* x, T* y, index_t n, MaskedRows masked_rows) noexcept {
-  const T row_max = simd::max(x, n);
-  if (row_max == -std::numeric_limits<T>::infinity()) {
-    const T fill = masked_rows == MaskedRows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
-    for (index_t i = 0; i < n; ++i) y[i] = fill;
-    return;
-  }
-  const T total = simd::exp_sum(x, row_max, y, n);
-  simd::scale(T(1) / total, y, n);
-}
-
-/// The running state of a softmax computed block by block.
-///   m: the largest score seen so far (-inf before any);
-///   l: sum over seen scores s of exp(s - m).
-/// Invariant: after every update, the true softmax of the seen scores is exp(s - m) / l.
-template <class T>
-struct OnlineSoftmax {
-  T m = -std::numeric_limits<T>::infinity();
-  T l = T(0);
-
-  /// Folds in a block of scores, overwriting them with exp(s - m_new), and returns the
-  /// factor exp(m_old - m_new) by which every quantity accumulated so far (l and the
-  /// output row) must be scaled. A block of only -inf leaves the state as it was.
-  T update(T* scores, index_t n) noexcept {
-    const T block_max = simd::max(scores, n);
-    const T m_new = block_max > m ? block_max : m;
-    if (m_new == -std::numeric_limits<T>::infinity()) {  // nothing seen yet can attend
-      for (index_t i = 0; i < n; ++i) scores[i] = T(0);
-      return T(1);
-    }
-    const T correction = std::exp(m - m_new);  // exp(-inf) = 0 on the first block
-    l = l * correction + simd::exp_sum(scores, m_new, scores, n);
-    m = m_new;
-    return correction;
-  }
-
-  /// The factor that turns the accumulated row into the softmax-weighted result, or the
-  /// fill for a fully masked row (l == 0).
-  [[nodiscard]] T normalizer(MaskedRows masked_rows) const noexcept {
-    if (l > T(0)) return T(1) / l;
-    return masked_rows == MaskedRows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
-  }
-};
-
-}  // namespace kernels
 
 /// Softmax over the last dimension of any tensor, as torch.softmax(x, dim=-1).
 template <TensorLike X>
@@ -89,7 +34,7 @@ template <TensorLike X>
   const index_t n = out.shape().back();
   if (n == 0) return out;
   for (T* row = out.data(); row != out.data() + out.numel(); row += n)
-    kernels::softmax_row(row, row, n, options.masked_rows);
+    detail::softmax_row(row, row, n, options.masked_rows);
   return out;
 }
 
@@ -113,7 +58,7 @@ template <TensorLike X, TensorLike M>
   const index_t n = out.shape().back();
   if (n == 0) return out;
   for (T* row = out.data(); row != out.data() + out.numel(); row += n)
-    kernels::softmax_row(row, row, n, options.masked_rows);
+    detail::softmax_row(row, row, n, options.masked_rows);
   return out;
 }
 

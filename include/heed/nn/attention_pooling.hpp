@@ -13,6 +13,9 @@
 #include "heed/nn/linear.hpp"
 #include "heed/nn/weights.hpp"
 
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/kernels/detail/optional_masks.hpp"
+
 namespace heed::nn {
 
 struct AttentionPoolingOptions {
@@ -49,9 +52,9 @@ class AttentionPooling {
                        to_string(v.shape()));
     const TensorView<const Scalar, 3> query(score_.weight().data(), {B, 1, E}, {0, 0, 1});
     const AttentionOptions options{.need_weights = true, .masked_rows = masked_rows};
-    const bool padded = !padding.is_null();
-    const auto r = padded ? attention(query, v, v, Dot{}, mask::KeyPadding{padding}, options)
-                          : attention(query, v, v, Dot{}, mask::None{}, options);
+    detail::OptionalMasks<Scalar> masks;
+    if (!padding.is_null()) masks.padding.emplace(padding);
+    const auto r = attention(query, v, v, Dot{}, masks, options);
     return {Tensor<Scalar, 2>(r.output.view().reshape(Shape<2>{B, E})),
             Tensor<Scalar, 2>(r.weights.view().reshape(Shape<2>{B, L}))};
   }

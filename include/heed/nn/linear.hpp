@@ -9,7 +9,7 @@
 #include "heed/core/tensor.hpp"
 #include "heed/nn/activation.hpp"
 #include "heed/nn/weights.hpp"
-#include "heed/simd/gemm.hpp"
+#include "heed/kernels/gemm.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::nn {
@@ -98,22 +98,21 @@ class Linear {
  private:
   // The packed copy gemm_nt reads, rebuilt whenever the parameters change.
   void repack() {
-    packed_ = simd::PackedMatrix<Scalar>(weight_.data(), weight_.size(0), weight_.size(1),
-                                         bias_.empty() ? nullptr : bias_.data());
+    packed_ =
+        PackedMatrix<Scalar>(weight_.data(), weight_.size(0), weight_.size(1), bias_.empty() ? nullptr : bias_.data());
   }
 
-  // simd::gemm_nt on the weight (and bias) packed at load time: the bias and ReLU are added in
+  // gemm_nt on the weight (and bias) packed at load time: the bias and ReLU are added in
   // registers, other activations run on each finished tile row while it is in L1.
   void gemm(const TensorView<const Scalar, 2>& x, const TensorView<Scalar, 2>& out, const Scalar* addend,
             std::optional<Activation> activation, int threads) const {
     const bool relu = activation == Activation::relu;
-    const simd::GemmOptions<Scalar> options{
-        .addend = addend, .ld_addend = out.size(1), .relu = relu, .threads = threads};
+    const GemmOptions<Scalar> options{.addend = addend, .ld_addend = out.size(1), .relu = relu, .threads = threads};
     if (activation && !relu)
-      simd::gemm_nt(x.data(), x.size(1), x.size(0), packed_, out.data(), out.size(1), options,
-                    [a = *activation](Scalar* row, index_t, index_t count) { apply_activation(a, row, count); });
+      gemm_nt(x.data(), x.size(1), x.size(0), packed_, out.data(), out.size(1), options,
+              [a = *activation](Scalar* row, index_t, index_t count) { apply_activation(a, row, count); });
     else
-      simd::gemm_nt(x.data(), x.size(1), x.size(0), packed_, out.data(), out.size(1), options);
+      gemm_nt(x.data(), x.size(1), x.size(0), packed_, out.data(), out.size(1), options);
   }
 
   static const LinearOptions& checked(const LinearOptions& o) {
@@ -126,7 +125,7 @@ class Linear {
   LinearOptions options_;
   Tensor<Scalar, 2> weight_;
   Tensor<Scalar, 1> bias_;
-  simd::PackedMatrix<Scalar> packed_;  // weight_ as gemm_nt reads it (a second copy of the weights)
+  PackedMatrix<Scalar> packed_;  // weight_ as gemm_nt reads it (a second copy of the weights)
 };
 
 }  // namespace heed::nn

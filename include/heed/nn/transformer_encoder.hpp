@@ -1,19 +1,24 @@
 #pragma once
 // TransformerEncoder = torch.nn.TransformerEncoder: num_layers TransformerEncoderLayers
-// (`layers.{i}.`) and an optional final LayerNorm (`norm.`; `final_norm.` in the seed's
-// layout, seed 000 §5.1).
+// (`layers.{i}.`) and an optional final LayerNorm (`norm.`). The seed's own encoder, with its
+// own names, is heed::nn::seed::TransformerEncoder.
 
+#include <cstdint>
 #include <string>
-#include <vector>
 
-#include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
-#include "heed/nn/layer_norm.hpp"
+#include "heed/nn/activation.hpp"
+#include "heed/nn/encoder_call.hpp"
 #include "heed/nn/transformer_encoder_layer.hpp"
 #include "heed/nn/weights.hpp"
 
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/nn/detail/encoder_layer.hpp"
+
 namespace heed::nn {
 
+/// The constructor options of TransformerEncoder: the layer's options, the number of layers,
+/// and whether a final LayerNorm follows them (torch's `norm=nn.LayerNorm(d_model)`).
 struct TransformerEncoderOptions {
   index_t d_model = 0;
   index_t nhead = 1;
@@ -23,58 +28,48 @@ struct TransformerEncoderOptions {
   double layer_norm_eps = 1e-5;
   bool norm_first = false;
   bool final_norm = false;
-  StateDictLayout layout = StateDictLayout::torch;
-  std::uint64_t seed = 0;
-
-  [[nodiscard]] TransformerEncoderLayerOptions layer(index_t i) const {
-    return {.d_model = d_model,
-            .nhead = nhead,
-            .dim_feedforward = dim_feedforward,
-            .activation = activation,
-            .layer_norm_eps = layer_norm_eps,
-            .norm_first = norm_first,
-            .layout = layout,
-            .seed = seed + 100 * static_cast<std::uint64_t>(i)};
-  }
+  std::uint64_t seed = 0;  ///< layer i is initialized from seed + 100·i until load()
 };
 
+/// torch.nn.TransformerEncoder: see the top of this file.
 template <class Scalar = float>
 class TransformerEncoder {
  public:
+  /// ShapeError unless d_model is a positive multiple of nhead and num_layers >= 1.
   explicit TransformerEncoder(const TransformerEncoderOptions& o)
-      : options_(o), norm_({.normalized_shape = o.d_model, .eps = o.layer_norm_eps}) {
-    if (o.num_layers < 1)
-      throw ShapeError("heed::nn::TransformerEncoder: num_layers must be >= 1, got " + std::to_string(o.num_layers));
-    for (index_t i = 0; i < o.num_layers; ++i) layers_.emplace_back(o.layer(i));
-  }
+      : options_(o),
+        stack_({.d_model = o.d_model,
+                .nhead = o.nhead,
+                .dim_feedforward = o.dim_feedforward,
+                .activation = o.activation,
+                .layer_norm_eps = o.layer_norm_eps,
+                .norm_first = o.norm_first,
+                .seed = o.seed},
+               o.num_layers, o.final_norm, "TransformerEncoder") {}
 
   [[nodiscard]] const TransformerEncoderOptions& options() const noexcept { return options_; }
 
+  /// Loads torch's names (see the top of this file).
   template <WeightSource S>
   void load(const Loader<S>& from) {
-    for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i].load(from.child("layers." + std::to_string(i) + "."));
-    if (options_.final_norm) norm_.load(from.child(options_.layout == StateDictLayout::seed ? "final_norm." : "norm."));
+    stack_.load(from, {.linear1 = "linear1.", .linear2 = "linear2."}, "norm.");
   }
+  /// load(Loader) from `source` under `prefix` (strict: unused names under it are an error).
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
     load_module(*this, source, prefix, load_options);
   }
 
+  /// x [B, L, d_model] → [B, L, d_model]
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, 3> operator()(const X& x, const EncoderCall& call = {}) const {
     Tensor<Scalar, 3> storage;
-    const auto in = encoder_input(x, options_.d_model, "TransformerEncoder", storage);
-    Tensor<Scalar, 3> out(in.shape(), uninitialized);
-    layers_.front().forward(in, out.view(), call);  // then layer by layer in place
-    for (std::size_t i = 1; i < layers_.size(); ++i) layers_[i].forward(out.view(), out.view(), call);
-    if (options_.final_norm) norm_.rows(out.data(), out.data(), out.numel() / options_.d_model);
-    return out;
+    return stack_.forward(detail::encoder_input(x, options_.d_model, "TransformerEncoder", storage), call);
   }
 
  private:
   TransformerEncoderOptions options_;
-  std::vector<TransformerEncoderLayer<Scalar>> layers_;
-  LayerNorm<Scalar> norm_;
+  detail::EncoderStack<Scalar> stack_;
 };
 
 }  // namespace heed::nn

@@ -3,7 +3,9 @@
 //   heed::simd::batch<T>   the widest register of T that the compile-time target has;
 //   heed::simd::width<T>   its lane count;
 //   load / store / broadcast, reduce_add / reduce_max, and the math functions, as
-//   overloads for both T and batch<T>; prefetch hints.
+//   overloads for both T and batch<T>; prefetch hints;
+//   the instruction-set tags (generic_isa, avx2_isa, avx512_isa) that arch-specific overloads
+//   take, and target_isa, the tag of the compile-time target.
 // Without an instruction set xsimd knows (or with HEED_SIMD_SCALAR defined, which the tests
 // use to exercise it), batch<T> is T itself and width<T> is 1: the same kernels then run as
 // plain scalar loops, so there is one generic code path and no #ifdef outside this folder.
@@ -24,19 +26,6 @@
 #endif
 
 namespace heed::simd {
-
-/// The scalar type of a scalar or of a batch.
-template <class V>
-struct scalar_of {
-  using type = typename V::value_type;
-};
-template <class V>
-requires std::is_arithmetic_v<V>
-struct scalar_of<V> {
-  using type = V;
-};
-template <class V>
-using scalar_t = typename scalar_of<V>::type;
 
 // ---- scalar math overloads: the generic version, always present ----
 
@@ -90,9 +79,31 @@ inline void prefetch_for_write(void* p) noexcept {
 #endif
 }
 
+/// Tags for overloads written for one instruction set. A faster overload takes a more derived
+/// tag, so a call with `target_isa{}` picks the most specific one that was compiled (the
+/// pattern of xsimd's requires_arch): a generic version always exists beside it.
+struct generic_isa {};
+struct avx2_isa : generic_isa {};  ///< AVX2 and FMA
+struct avx512_isa : avx2_isa {};   ///< AVX-512 F, BW, DQ, VL (x86-64-v4)
+
+#if defined(HEED_SIMD_SCALAR)
+/// The instruction set of the compile-time target, as a tag.
+using target_isa = generic_isa;
+#elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+#define HEED_SIMD_AVX512 1
+using target_isa = avx512_isa;
+#elif defined(__AVX2__) && defined(__FMA__)
+#define HEED_SIMD_AVX2 1
+using target_isa = avx2_isa;
+#else
+using target_isa = generic_isa;
+#endif
+
 #if defined(HEED_SIMD_SCALAR)
 
+/// False with the scalar fallback (batch<T> is T).
 inline constexpr bool vectorized = false;
+/// The xsimd architecture's name ("avx512bw", "fma3+avx2", ...), or "scalar".
 inline constexpr const char* arch_name = "scalar";
 template <class T>
 using batch = T;
@@ -121,11 +132,14 @@ template <class T>
 
 #else
 
+/// The xsimd architecture heed's batches use: the widest the compile-time target has.
 using arch = xsimd::default_arch;
 inline constexpr bool vectorized = true;
 inline constexpr const char* arch_name = arch::name();
+/// The widest register of T.
 template <class T>
 using batch = xsimd::batch<T, arch>;
+/// Lanes of batch<T>.
 template <class T>
 inline constexpr std::size_t width = batch<T>::size;
 

@@ -13,74 +13,10 @@
 #include "heed/core/shape.hpp"
 #include "heed/simd/arch.hpp"
 
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/simd/detail/vector_loops.hpp"
+
 namespace heed::simd {
-
-namespace detail {
-
-template <class T>
-inline constexpr index_t lanes = static_cast<index_t>(width<T>);
-
-// The end of the whole batches in [0, n). Loops run `i < full_batches(n)` rather than
-// `i + lanes <= n`: the same bound, but one gcc's loop analysis can see never overflows.
-template <class T>
-[[nodiscard]] constexpr index_t full_batches(index_t n) noexcept {
-  return n / lanes<T> * lanes<T>;
-}
-
-// y[i] = f(x[i]), with f callable on both T and batch<T>.
-template <class T, class F>
-inline void transform(const T* x, T* y, index_t n, F f) noexcept {
-  index_t i = 0;
-  for (; i < full_batches<T>(n); i += lanes<T>) simd::store(y + i, f(simd::load(x + i)));
-  for (; i < n; ++i) y[i] = f(x[i]);
-}
-
-// Folds op over x[0, n) from `init`; op is callable on batches and on scalars, and `finish`
-// reduces the batch accumulator to one scalar.
-template <class T, class Op, class Finish>
-[[nodiscard]] inline T fold(const T* x, index_t n, T init, Op op, Finish finish) noexcept {
-  index_t i = 0;
-  T result = init;
-  if (n >= lanes<T>) {
-    auto acc = simd::broadcast(init);
-    for (; i < full_batches<T>(n); i += lanes<T>) acc = op(acc, simd::load(x + i));
-    result = finish(acc);
-  }
-  for (; i < n; ++i) result = op(result, x[i]);
-  return result;
-}
-
-// `value` in the type of `like`: a T for a T, a broadcast batch for a batch.
-template <class V, class T>
-[[nodiscard]] inline V splat(const V&, T value) noexcept {
-  return V(value);
-}
-
-template <class V>
-[[nodiscard]] inline V sigmoid_of(const V& x) noexcept {
-  using T = scalar_t<V>;
-  return V(T(1)) / (V(T(1)) + simd::exp(-x));
-}
-
-// GELU, exact form: x/2 (1 + erf(x / sqrt 2)), as torch.nn.GELU() computes it.
-template <class V>
-[[nodiscard]] inline V gelu_of(const V& x) noexcept {
-  using T = scalar_t<V>;
-  const T inv_sqrt2 = T(0.70710678118654752440);
-  return V(T(0.5)) * x * (V(T(1)) + simd::erf(x * V(inv_sqrt2)));
-}
-
-// GELU, tanh approximation: torch.nn.GELU(approximate="tanh").
-template <class V>
-[[nodiscard]] inline V gelu_tanh_of(const V& x) noexcept {
-  using T = scalar_t<V>;
-  const T k0 = T(0.79788456080286535588);  // sqrt(2 / pi)
-  const T k1 = T(0.044715);
-  const V inner = V(k0) * simd::fma(V(k1) * x * x, x, x);
-  return V(T(0.5)) * x * (V(T(1)) + simd::tanh(inner));
-}
-
-}  // namespace detail
 
 /// sum_i x[i] y[i]
 template <class T>

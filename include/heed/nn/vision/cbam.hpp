@@ -14,12 +14,14 @@
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/pooling.hpp"
-#include "heed/nn/vision/channel_gate.hpp"
 #include "heed/nn/vision/se_block.hpp"
 #include "heed/nn/vision/spatial_attention.hpp"
-#include "heed/nn/vision/spatial_gate.hpp"
-#include "heed/nn/vision/vision_detail.hpp"
 #include "heed/nn/weights.hpp"
+
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/nn/vision/detail/channel_gate.hpp"
+#include "heed/nn/vision/detail/spatial_gate.hpp"
+#include "heed/nn/vision/detail/per_sample.hpp"
 
 namespace heed::nn {
 
@@ -43,9 +45,9 @@ class CBAM {
  public:
   explicit CBAM(const CBAMOptions& options)
       : options_(options),
-        channel_(options.channels, vision::excitation_hidden("CBAM", options.channels, options.reduction, 0),
+        channel_(options.channels, detail::excitation_hidden("CBAM", options.channels, options.reduction, 0),
                  options.seed),
-        spatial_((vision::check_kernel_size("CBAM", options.kernel_size), options.kernel_size), options.seed + 2) {}
+        spatial_((detail::check_kernel_size("CBAM", options.kernel_size), options.kernel_size), options.seed + 2) {}
 
   [[nodiscard]] const CBAMOptions& options() const noexcept { return options_; }
 
@@ -62,19 +64,19 @@ class CBAM {
   template <TensorLike X>
   [[nodiscard]] CBAMResult<Scalar> forward(const X& x) const {
     Tensor<Scalar, 4> storage;
-    const auto in = vision::detail::dense_input<Scalar>(x, options_.channels, "CBAM", storage);
+    const auto in = detail::dense_input<Scalar>(x, options_.channels, "CBAM", storage);
     const index_t B = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3), plane = H * W;
     CBAMResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 2>({B, C}),
                          Tensor<Scalar, 4>({B, 1, H, W})};
     // scratch: pooled [C], hidden [C], mean/max [2, plane]
-    vision::detail::for_each_sample<Scalar>(B, 2 * C + 2 * plane, [&](index_t b, Scalar* scratch) {
+    detail::for_each_sample<Scalar>(B, 2 * C + 2 * plane, [&](index_t b, Scalar* scratch) {
       const Scalar* xb = in.data() + b * C * plane;
       Scalar* ca = &r.channel_weights(b, 0);
       Scalar* sa = &r.spatial_map(b, 0, 0, 0);
       Scalar* mean_max = scratch + 2 * C;
-      kernels::plane_means(xb, C, plane, scratch);
+      detail::plane_means(xb, C, plane, scratch);
       channel_.row(scratch, scratch + C, ca);
-      kernels::scaled_channel_mean_max(xb, ca, C, plane, mean_max, mean_max + plane);
+      detail::scaled_mean_max_over_channels(xb, ca, C, plane, mean_max, mean_max + plane);
       spatial_.row(mean_max, H, W, sa);
       for (index_t c = 0; c < C; ++c)
         simd::multiply_scaled(ca[c], xb + c * plane, sa, r.output.data() + (b * C + c) * plane, plane);
@@ -89,8 +91,8 @@ class CBAM {
 
  private:
   CBAMOptions options_;
-  vision::ChannelGate<Scalar> channel_;
-  vision::SpatialGate<Scalar> spatial_;
+  detail::ChannelGate<Scalar> channel_;
+  detail::SpatialGate<Scalar> spatial_;
 };
 
 }  // namespace heed::nn

@@ -11,9 +11,11 @@
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/pooling.hpp"
-#include "heed/nn/vision/channel_gate.hpp"
-#include "heed/nn/vision/vision_detail.hpp"
 #include "heed/nn/weights.hpp"
+
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/nn/vision/detail/channel_gate.hpp"
+#include "heed/nn/vision/detail/per_sample.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::nn {
@@ -38,7 +40,7 @@ class SEBlock {
   explicit SEBlock(const SEBlockOptions& options)
       : options_(options),
         gate_(options.channels,
-              vision::excitation_hidden("SEBlock", options.channels, options.reduction, options.squeeze_channels),
+              detail::excitation_hidden("SEBlock", options.channels, options.reduction, options.squeeze_channels),
               options.seed) {}
 
   [[nodiscard]] const SEBlockOptions& options() const noexcept { return options_; }
@@ -62,13 +64,13 @@ class SEBlock {
   template <TensorLike X>
   [[nodiscard]] ChannelAttentionResult<Scalar> forward(const X& x) const {
     Tensor<Scalar, 4> storage;
-    const auto in = vision::detail::dense_input<Scalar>(x, options_.channels, "SEBlock", storage);
+    const auto in = detail::dense_input<Scalar>(x, options_.channels, "SEBlock", storage);
     const index_t B = in.size(0), C = in.size(1), plane = in.size(2) * in.size(3);
     ChannelAttentionResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 2>({B, C})};
-    vision::detail::for_each_sample<Scalar>(B, 2 * C, [&](index_t b, Scalar* scratch) {
+    detail::for_each_sample<Scalar>(B, 2 * C, [&](index_t b, Scalar* scratch) {
       const Scalar* xb = in.data() + b * C * plane;
       Scalar* gate = &r.channel_weights(b, 0);
-      kernels::plane_means(xb, C, plane, scratch);
+      detail::plane_means(xb, C, plane, scratch);
       gate_.row(scratch, scratch + C, gate);
       for (index_t c = 0; c < C; ++c)
         simd::scale_into(gate[c], xb + c * plane, r.output.data() + (b * C + c) * plane, plane);
@@ -83,7 +85,7 @@ class SEBlock {
 
  private:
   SEBlockOptions options_;
-  vision::ChannelGate<Scalar> gate_;
+  detail::ChannelGate<Scalar> gate_;
 };
 
 }  // namespace heed::nn

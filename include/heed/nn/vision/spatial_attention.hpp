@@ -8,9 +8,11 @@
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/pooling.hpp"
-#include "heed/nn/vision/vision_detail.hpp"
-#include "heed/nn/vision/spatial_gate.hpp"
 #include "heed/nn/weights.hpp"
+
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/nn/vision/detail/spatial_gate.hpp"
+#include "heed/nn/vision/detail/per_sample.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::nn {
@@ -48,13 +50,13 @@ class SpatialAttention {
   template <TensorLike X>
   [[nodiscard]] SpatialAttentionResult<Scalar> forward(const X& x) const {
     Tensor<Scalar, 4> storage;
-    const auto in = vision::detail::dense_input<Scalar>(x, 0, "SpatialAttention", storage);
+    const auto in = detail::dense_input<Scalar>(x, 0, "SpatialAttention", storage);
     const index_t B = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3), plane = H * W;
     SpatialAttentionResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 4>({B, 1, H, W})};
-    vision::detail::for_each_sample<Scalar>(B, 2 * plane, [&](index_t b, Scalar* mean_max) {
+    detail::for_each_sample<Scalar>(B, 2 * plane, [&](index_t b, Scalar* mean_max) {
       const Scalar* xb = in.data() + b * C * plane;
       Scalar* map = &r.spatial_map(b, 0, 0, 0);
-      kernels::channel_mean_max(xb, C, plane, mean_max, mean_max + plane);
+      detail::mean_max_over_channels(xb, C, plane, mean_max, mean_max + plane);
       gate_.row(mean_max, H, W, map);
       for (index_t c = 0; c < C; ++c) simd::multiply(xb + c * plane, map, r.output.data() + (b * C + c) * plane, plane);
     });
@@ -68,12 +70,12 @@ class SpatialAttention {
 
  private:
   static index_t checked(const SpatialAttentionOptions& o) {
-    vision::check_kernel_size("SpatialAttention", o.kernel_size);
+    detail::check_kernel_size("SpatialAttention", o.kernel_size);
     return o.kernel_size;
   }
 
   SpatialAttentionOptions options_;
-  vision::SpatialGate<Scalar> gate_;
+  detail::SpatialGate<Scalar> gate_;
 };
 
 }  // namespace heed::nn

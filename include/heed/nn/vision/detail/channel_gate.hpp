@@ -1,4 +1,5 @@
 #pragma once
+#include "heed/core/detail/internal_header_check.hpp"
 // The squeeze-and-excitation gate shared by SEBlock and CBAM's channel attention:
 //   s = sigmoid(W2 · relu(W1 · mean_hw(x) + b1) + b2)        [B, C]
 // (Hu et al. 2018, https://arxiv.org/abs/1709.01507). The seeds' layout has no biases;
@@ -14,34 +15,34 @@
 #include "heed/nn/weights.hpp"
 #include "heed/simd/vector_ops.hpp"
 
-namespace heed::nn::vision {
+namespace heed::detail {
 
 template <class Scalar>
 class ChannelGate {
  public:
   ChannelGate() = default;
   ChannelGate(index_t channels, index_t hidden, std::uint64_t seed)
-      : w1_(torch_default_init<Scalar, 2>({hidden, channels}, channels, seed)),
+      : w1_(nn::torch_default_init<Scalar, 2>({hidden, channels}, channels, seed)),
         b1_({hidden}),
-        w2_(torch_default_init<Scalar, 2>({channels, hidden}, hidden, seed + 1)),
+        w2_(nn::torch_default_init<Scalar, 2>({channels, hidden}, hidden, seed + 1)),
         b2_({channels}) {}
 
   [[nodiscard]] index_t channels() const noexcept { return w1_.size(1); }
   [[nodiscard]] index_t hidden() const noexcept { return w1_.size(0); }
 
-  /// nn.Sequential(Linear(C, C/r, bias=False), ReLU, Linear(C/r, C, bias=False), Sigmoid) at
-  /// `first` and `second` (e.g. "excitation.0.", "excitation.2.").
-  template <WeightSource S>
-  void load_linear(const Loader<S>& from, const std::string& first, const std::string& second) {
+  // nn.Sequential(Linear(C, C/r, bias=False), ReLU, Linear(C/r, C, bias=False), Sigmoid) at
+  // `first` and `second` (e.g. "excitation.0.", "excitation.2.").
+  template <nn::WeightSource S>
+  void load_linear(const nn::Loader<S>& from, const std::string& first, const std::string& second) {
     w1_ = from.template take<Scalar, 2>(first + "weight", {hidden(), channels()});
     w2_ = from.template take<Scalar, 2>(second + "weight", {channels(), hidden()});
     b1_ = Tensor<Scalar, 1>({hidden()});
     b2_ = Tensor<Scalar, 1>({channels()});
   }
 
-  /// torchvision.ops.SqueezeExcitation: fc1 / fc2, 1×1 convolutions with biases.
-  template <WeightSource S>
-  void load_torchvision(const Loader<S>& from) {
+  // torchvision.ops.SqueezeExcitation: fc1 / fc2, 1×1 convolutions with biases.
+  template <nn::WeightSource S>
+  void load_torchvision(const nn::Loader<S>& from) {
     const auto fc1 = from.template take<Scalar, 4>("fc1.weight", {hidden(), channels(), 1, 1});
     const auto fc2 = from.template take<Scalar, 4>("fc2.weight", {channels(), hidden(), 1, 1});
     w1_ = Tensor<Scalar, 2>(fc1.view().reshape(Shape<2>{hidden(), channels()}));
@@ -50,7 +51,7 @@ class ChannelGate {
     b2_ = from.template take<Scalar, 1>("fc2.bias", {channels()});
   }
 
-  /// One sample: pooled [C] → gate [C]; `hidden_scratch` holds hidden() values.
+  // One sample: pooled [C] → gate [C]; `hidden_scratch` holds hidden() values.
   void row(const Scalar* pooled, Scalar* hidden_scratch, Scalar* gate) const {
     using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
     const Eigen::Map<const Vector> p(pooled, channels());
@@ -71,7 +72,7 @@ class ChannelGate {
   Tensor<Scalar, 1> b2_;  // [C]
 };
 
-/// Throws ShapeError unless `channels` and `reduction` give a hidden size of at least 1.
+// Throws ShapeError unless `channels` and `reduction` give a hidden size of at least 1.
 inline index_t excitation_hidden(const char* who, index_t channels, index_t reduction, index_t squeeze) {
   if (channels < 1)
     throw ShapeError(std::string("heed::nn::") + who + ": channels must be >= 1, got " + std::to_string(channels));
@@ -83,4 +84,4 @@ inline index_t excitation_hidden(const char* who, index_t channels, index_t redu
   return channels / reduction;
 }
 
-}  // namespace heed::nn::vision
+}  // namespace heed::detail

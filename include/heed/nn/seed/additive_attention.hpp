@@ -1,5 +1,5 @@
 #pragma once
-// AdditiveAttention: seed 002's Bahdanau attention module. One query [B, h] against keys
+// seed::AdditiveAttention: seed 002's Bahdanau attention module. One query [B, h] against keys
 // [B, L, h]:  weights = softmax_L(score(tanh(query_proj(q) + key_proj(k))))   [B, L]
 // State dict: query_proj.*, key_proj.* (nn.Linear(h, h)), score.* (nn.Linear(h, 1)). It runs on
 // heed's driver with the Additive score policy; the context (the weighted sum of the keys)
@@ -13,28 +13,36 @@
 #include "heed/nn/linear.hpp"
 #include "heed/nn/weights.hpp"
 
-namespace heed::nn {
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/kernels/detail/optional_masks.hpp"
 
+namespace heed::nn::seed {
+
+/// The constructor options of seed::AdditiveAttention (the seed's `hidden_dim`).
 struct AdditiveAttentionOptions {
   index_t hidden_dim = 0;
   std::uint64_t seed = 0;
 };
 
+/// What seed::AdditiveAttention returns.
 template <class Scalar>
 struct AdditiveAttentionResult {
   Tensor<Scalar, 2> weights;  ///< [B, L], what the seed's forward returns
   Tensor<Scalar, 2> context;  ///< [B, h] = sum_j weights[b, j] · keys[b, j]
 };
 
+/// The seed's AdditiveAttention(hidden_dim): see the top of this file.
 template <class Scalar = float>
 class AdditiveAttention {
  public:
+  /// ShapeError unless hidden_dim >= 1.
   explicit AdditiveAttention(const AdditiveAttentionOptions& o)
       : options_(o),
         query_proj_({.in_features = o.hidden_dim, .out_features = o.hidden_dim, .seed = o.seed}),
         key_proj_({.in_features = o.hidden_dim, .out_features = o.hidden_dim, .seed = o.seed + 2}),
         score_({.in_features = o.hidden_dim, .out_features = 1, .seed = o.seed + 4}) {}
 
+  /// Loads the seed's names (see the top of this file).
   template <WeightSource S>
   void load(const Loader<S>& from) {
     query_proj_.load(from.child("query_proj."));
@@ -64,8 +72,9 @@ class AdditiveAttention {
                                  .b_q = query_proj_.bias(),
                                  .b_k = key_proj_.bias()};
     const TensorView<const Scalar, 3> q3(q.data(), {B, 1, h}, {q.stride(0), 0, q.stride(1)});
-    const auto r = padding.is_null() ? attention(q3, k, k, score, mask::None{}, {.need_weights = true})
-                                     : attention(q3, k, k, score, mask::KeyPadding{padding}, {.need_weights = true});
+    heed::detail::OptionalMasks<Scalar> masks;
+    if (!padding.is_null()) masks.padding.emplace(padding);
+    const auto r = attention(q3, k, k, score, masks, {.need_weights = true});
     return {Tensor<Scalar, 2>(r.weights.view().reshape(Shape<2>{B, L})),
             Tensor<Scalar, 2>(r.output.view().reshape(Shape<2>{B, h}))};
   }
@@ -75,4 +84,4 @@ class AdditiveAttention {
   Linear<Scalar> query_proj_, key_proj_, score_;
 };
 
-}  // namespace heed::nn
+}  // namespace heed::nn::seed

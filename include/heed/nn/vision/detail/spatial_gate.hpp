@@ -1,4 +1,5 @@
 #pragma once
+#include "heed/core/detail/internal_header_check.hpp"
 // The spatial gate shared by SpatialAttention and CBAM (Woo et al. 2018,
 // https://arxiv.org/abs/1807.06521):  map = sigmoid(conv_k×k([mean_c(x), max_c(x)]))  [B, 1, H, W],
 // a 2 → 1 convolution with padding k/2 and no bias.
@@ -11,10 +12,10 @@
 #include "heed/nn/weights.hpp"
 #include "heed/simd/vector_ops.hpp"
 
-namespace heed::nn::vision {
+namespace heed::detail {
 
-/// Throws ShapeError unless the kernel size is odd and positive (PyTorch's padding k/2 keeps
-/// the size only then).
+// Throws ShapeError unless the kernel size is odd and positive (PyTorch's padding k/2 keeps
+// the size only then).
 inline void check_kernel_size(const char* who, index_t k) {
   if (k < 1 || k % 2 == 0)
     throw ShapeError(std::string("heed::nn::") + who + ": kernel_size must be odd and >= 1, got " + std::to_string(k));
@@ -25,20 +26,20 @@ class SpatialGate {
  public:
   SpatialGate() = default;
   SpatialGate(index_t kernel_size, std::uint64_t seed)
-      : weight_(torch_default_init<Scalar, 4>({1, 2, kernel_size, kernel_size}, 2 * kernel_size * kernel_size, seed)) {}
+      : weight_(
+            nn::torch_default_init<Scalar, 4>({1, 2, kernel_size, kernel_size}, 2 * kernel_size * kernel_size, seed)) {}
 
   [[nodiscard]] index_t kernel_size() const noexcept { return weight_.size(2); }
 
-  template <WeightSource S>
-  void load(const Loader<S>& from, const std::string& name) {
+  template <nn::WeightSource S>
+  void load(const nn::Loader<S>& from, const std::string& name) {
     weight_ = from.template take<Scalar, 4>(name, {1, 2, kernel_size(), kernel_size()});
   }
 
-  /// One sample: mean_max [2, H, W] → map [H, W] (contiguous).
+  // One sample: mean_max [2, H, W] → map [H, W] (contiguous).
   void row(const Scalar* mean_max, index_t H, index_t W, Scalar* map) const {
     const TensorView<const Scalar, 4> in(mean_max, {1, 2, H, W});
-    kernels::conv2d_direct<Scalar>(in, weight_.view(), {}, TensorView<Scalar, 4>(map, {1, 1, H, W}), kernel_size() / 2,
-                                   1, 1);
+    conv2d_direct<Scalar>(in, weight_.view(), {}, TensorView<Scalar, 4>(map, {1, 1, H, W}), kernel_size() / 2, 1, 1);
     simd::sigmoid(map, map, H * W);
   }
 
@@ -46,4 +47,4 @@ class SpatialGate {
   Tensor<Scalar, 4> weight_;  // [1, 2, k, k]
 };
 
-}  // namespace heed::nn::vision
+}  // namespace heed::detail

@@ -1,4 +1,5 @@
 #pragma once
+#include "heed/core/detail/internal_header_check.hpp"
 // What SEBlock, SpatialAttention and CBAM share: input validation, and the per-sample loop.
 // Each module runs its whole pipeline on one sample at a time (a [C, H, W] sample of the seed's
 // shape is 1 MiB and stays in L2), so x is read from memory once and y written once, and
@@ -11,7 +12,7 @@
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 
-namespace heed::nn::vision::detail {
+namespace heed::detail {
 
 // The validated, contiguous input of a vision module (a copy only when x is strided).
 template <class Scalar, class X>
@@ -37,4 +38,4 @@ void for_each_sample(index_t samples, index_t floats, Body&& body) {
                [&](index_t b, int worker) { body(b, scratch[static_cast<std::size_t>(worker)].data()); });
 }
 
-}  // namespace heed::nn::vision::detail
+}  // namespace heed::detail

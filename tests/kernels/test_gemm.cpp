@@ -1,4 +1,4 @@
-// simd::gemm_nt (C = A·Wᵀ with W packed) against a double-precision loop, over shapes that
+// heed::gemm_nt (C = A·Wᵀ with W packed) against a double-precision loop, over shapes that
 // hit every edge: partial MR row tiles, partial NR column panels, k across KC blocks, strided
 // A and C, accumulation, one and two threads.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "heed/core/random.hpp"
-#include "heed/simd/gemm.hpp"
+#include "heed/kernels/gemm.hpp"
 #include "support/compare.hpp"
 
 namespace {
@@ -30,8 +30,8 @@ void check(index_t m, index_t n, index_t k, bool accumulate, int threads) {
         for (index_t kk = 0; kk < k; ++kk) sum += static_cast<double>(a(i, kk)) * static_cast<double>(w(j, kk));
       expected(i, j) = sum;
     }
-  const heed::simd::PackedMatrix<T> packed(w.data(), n, k);
-  heed::simd::gemm_nt(a.data(), lda, m, packed, c.data(), ldc, {.accumulate = accumulate, .threads = threads});
+  const heed::PackedMatrix<T> packed(w.data(), n, k);
+  heed::gemm_nt(a.data(), lda, m, packed, c.data(), ldc, {.accumulate = accumulate, .threads = threads});
   heed::Tensor<T, 2> expected_t({m, ldc});
   for (index_t i = 0; i < expected.numel(); ++i) expected_t.data()[i] = static_cast<T>(expected.data()[i]);
   const double rtol = sizeof(T) == 4 ? 1e-4 : 1e-11;
@@ -57,7 +57,7 @@ TEST(Gemm, BiasAndReluInTheLastBlockOnly) {
   const auto a = heed::randn<float>({m, k}, 4);
   const auto w = heed::randn<float>({n, k}, 5);
   const auto bias = heed::randn<float>({n}, 6);
-  const heed::simd::PackedMatrix<float> packed(w.data(), n, k, bias.data());
+  const heed::PackedMatrix<float> packed(w.data(), n, k, bias.data());
   for (const bool accumulate : {false, true}) {
     auto c = heed::randn<float>({m, n}, 7);
     heed::Tensor<float, 2> expected({m, n});
@@ -67,7 +67,7 @@ TEST(Gemm, BiasAndReluInTheLastBlockOnly) {
         for (index_t kk = 0; kk < k; ++kk) sum += static_cast<double>(a(i, kk)) * static_cast<double>(w(j, kk));
         expected(i, j) = static_cast<float>(std::max(sum, 0.0));
       }
-    heed::simd::gemm_nt(a.data(), k, m, packed, c.data(), n, {.accumulate = accumulate, .relu = true});
+    heed::gemm_nt(a.data(), k, m, packed, c.data(), n, {.accumulate = accumulate, .relu = true});
     EXPECT_TRUE(heed::test::all_close(c, expected, {1e-4, 1e-3})) << "accumulate " << accumulate;
   }
 }
@@ -86,7 +86,7 @@ TEST(Gemm, AddsAnotherMatrixWithoutTouchingIt) {
   const auto w = heed::randn<float>({n, k}, 9);
   const auto bias = heed::randn<float>({n}, 10);
   const auto d = heed::randn<float>({m, ldd}, 11);
-  const heed::simd::PackedMatrix<float> packed(w.data(), n, k, bias.data());
+  const heed::PackedMatrix<float> packed(w.data(), n, k, bias.data());
   heed::Tensor<float, 2> expected({m, n});
   for (index_t i = 0; i < m; ++i)
     for (index_t j = 0; j < n; ++j) {
@@ -98,8 +98,8 @@ TEST(Gemm, AddsAnotherMatrixWithoutTouchingIt) {
     for (const bool accumulate : {false, true}) {  // the addend wins over accumulate
       auto c = heed::randn<float>({m, n}, 12);
       const heed::Tensor<float, 2> d_before(d);
-      heed::simd::gemm_nt(a.data(), k, m, packed, c.data(), n,
-                          {.accumulate = accumulate, .addend = d.data(), .ld_addend = ldd, .threads = threads});
+      heed::gemm_nt(a.data(), k, m, packed, c.data(), n,
+                    {.accumulate = accumulate, .addend = d.data(), .ld_addend = ldd, .threads = threads});
       EXPECT_TRUE(heed::test::all_close(c, expected, {1e-4, 1e-3})) << "threads " << threads;
       EXPECT_TRUE(std::equal(d.data(), d.data() + d.numel(), d_before.data()));
     }

@@ -1,0 +1,147 @@
+#pragma once
+#include "heed/core/detail/internal_header_check.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "heed/core/error.hpp"
+
+// Byte-level helpers of the safetensors reader and writer: little-endian loads and stores,
+// dtype conversion, and the file's bytes (mapped or read).
+namespace heed::detail {
+
+template <class T>
+[[nodiscard]] inline T load_le(const std::byte* p) noexcept {
+  T value;
+  std::memcpy(&value, p, sizeof(T));
+  if constexpr (std::endian::native == std::endian::big && sizeof(T) > 1) {
+    auto bytes = std::bit_cast<std::array<std::byte, sizeof(T)>>(value);
+    std::reverse(bytes.begin(), bytes.end());
+    value = std::bit_cast<T>(bytes);
+  }
+  return value;
+}
+
+template <class T>
+inline void store_le(std::byte* p, T value) noexcept {
+  if constexpr (std::endian::native == std::endian::big && sizeof(T) > 1) {
+    auto bytes = std::bit_cast<std::array<std::byte, sizeof(T)>>(value);
+    std::reverse(bytes.begin(), bytes.end());
+    value = std::bit_cast<T>(bytes);
+  }
+  std::memcpy(p, &value, sizeof(T));
+}
+
+[[nodiscard]] inline io::DType parse_dtype(const std::string& s, const std::string& where) {
+  static const std::map<std::string, io::DType, std::less<>> table = {
+      {"BOOL", io::DType::BOOL}, {"U8", io::DType::U8},   {"I8", io::DType::I8},     {"I16", io::DType::I16},
+      {"U16", io::DType::U16},   {"F16", io::DType::F16}, {"BF16", io::DType::BF16}, {"I32", io::DType::I32},
+      {"U32", io::DType::U32},   {"F32", io::DType::F32}, {"I64", io::DType::I64},   {"U64", io::DType::U64},
+      {"F64", io::DType::F64}};
+  const auto it = table.find(s);
+  if (it == table.end()) throw FormatError(where + ": unknown dtype \"" + s + "\"");
+  return it->second;
+}
+
+// Converts `count` elements of `dtype` at `src` into Scalar.
+template <class Scalar>
+void convert(const std::byte* src, io::DType dtype, index_t count, Scalar* dst, const std::string& where) {
+  auto each = [&]<class Stored>(auto to_value) {
+    for (index_t i = 0; i < count; ++i)
+      dst[i] = static_cast<Scalar>(to_value(load_le<Stored>(src + static_cast<std::size_t>(i) * sizeof(Stored))));
+  };
+  auto same = [](auto v) { return v; };
+  constexpr bool floating = std::is_floating_point_v<Scalar>;
+  constexpr bool boolean = std::is_same_v<Scalar, bool>;
+  constexpr bool integral = std::is_integral_v<Scalar> && !boolean;
+  switch (dtype) {
+    case io::DType::BOOL:
+      return each.template operator()<std::uint8_t>([](std::uint8_t v) { return v != 0; });
+    case io::DType::F32:
+      if constexpr (floating) return each.template operator()<float>(same);
+      break;
+    case io::DType::F64:
+      if constexpr (floating) return each.template operator()<double>(same);
+      break;
+    case io::DType::F16:
+      if constexpr (floating) return each.template operator()<std::uint16_t>(io::half_to_float);
+      break;
+    case io::DType::BF16:
+      if constexpr (floating) return each.template operator()<std::uint16_t>(io::bfloat16_to_float);
+      break;
+    case io::DType::I32:
+      if constexpr (floating || integral) return each.template operator()<std::int32_t>(same);
+      break;
+    case io::DType::I64:
+      if constexpr (floating || integral) return each.template operator()<std::int64_t>(same);
+      break;
+    case io::DType::U8:
+      if constexpr (floating || integral) return each.template operator()<std::uint8_t>(same);
+      break;
+    case io::DType::I8:
+      if constexpr (floating || integral) return each.template operator()<std::int8_t>(same);
+      break;
+    default:
+      break;
+  }
+  throw FormatError(where + ": dtype " + std::string(io::dtype_name(dtype)) + " cannot be read as " +
+                    std::string(boolean    ? "bool"
+                                : floating ? "a floating-point tensor"
+                                           : "an integer tensor"));
+}
+
+// The bytes of a file, mapped or read, kept alive by whoever shares them.
+struct FileBytes {
+  std::shared_ptr<const void> owner;
+  const std::byte* data = nullptr;
+  std::size_t size = 0;
+  bool mapped = false;
+};
+
+[[nodiscard]] inline FileBytes read_file_bytes(const std::filesystem::path& path, std::string_view who) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw IoError(std::string(who) + ": cannot open " + path.string());
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw IoError(std::string(who) + ": cannot read the size of " + path.string());
+  auto bytes = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(size));
+  in.seekg(0);
+  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes->data()), size))
+    throw IoError(std::string(who) + ": cannot read " + path.string());
+  return {bytes, bytes->data(), bytes->size(), false};
+}
+
+[[nodiscard]] inline FileBytes map_file_bytes(const std::filesystem::path& path, std::string_view who) {
+#if defined(HEED_HAVE_MMAP)
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(std::string(who) + ": cannot open " + path.string());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return read_file_bytes(path, who);  // not a regular file (a pipe, a device): read it
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return {};
+  }
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);  // the mapping keeps the file
+  if (p == MAP_FAILED) return read_file_bytes(path, who);
+  std::shared_ptr<const void> owner(p, [size](const void* q) { ::munmap(const_cast<void*>(q), size); });
+  return {std::move(owner), static_cast<const std::byte*>(p), size, true};
+#else
+  return read_file_bytes(path, who);
+#endif
+}
+
+}  // namespace heed::detail

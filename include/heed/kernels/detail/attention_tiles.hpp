@@ -1,0 +1,165 @@
+#pragma once
+#include "heed/core/detail/internal_header_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "heed/core/parallel.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/kernels/attention_options.hpp"
+#include "heed/kernels/mask.hpp"
+#include "heed/kernels/tile_ref.hpp"
+#include "heed/kernels/detail/online_softmax.hpp"
+#include "heed/simd/vector_ops.hpp"
+
+namespace heed::detail {
+
+inline constexpr index_t default_block_q = 256;
+inline constexpr index_t default_block_k = 256;
+
+template <class T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// One worker's buffers, reused across its tiles.
+template <class T>
+struct AttentionScratch {
+  RowMatrix<T> scores;  // [block_q, block_k]
+  RowMatrix<T> acc;     // [block_q, dv]
+  std::vector<OnlineSoftmax<T>> rows;
+  std::vector<T> m_at;  // [block_q, key tiles]: the running max when a tile was written
+  AttentionStats stats;
+};
+
+// The driver. All shapes have been validated by the caller; q, k, v have unit stride in their
+// last dimension; out is [B, Hq, Lq, dv]; v is [B, Hkv, Lk, dv] with Hq = G·Hkv, query head h
+// reading key/value head h / G; weights is empty or [B, Hq, Lq, Lk], zeroed.
+//
+// For each (batch, head, query tile), in parallel:
+//     m = -inf, l = 0, O = 0                       running max, running sum, accumulator
+//     for each key tile the mask does not block:   blocked tiles cost nothing
+//         S = score(Q_tile, K_tile)                 one GEMM (dot) or tanh-and-dot (additive)
+//         mask.apply(S)                             only on partially masked tiles
+//         m_new = max(m, rowmax S); P = exp(S - m_new)
+//         l = l·exp(m - m_new) + rowsum P; O = O·exp(m - m_new) + P·V_tile
+//     O = O / l                                     l == 0: the row was fully masked
+// FlashAttention-2's loop order (Dao 2023, https://arxiv.org/abs/2307.08691) with the online
+// softmax of Milakov & Gimelshein (https://arxiv.org/abs/1805.02867): memory stays O(tile)
+// whatever the sequence length, unless the caller asks for the weights.
+//
+// With weights requested, each visited tile's P = exp(S - m_at_that_time) is written to the
+// weights row together with m_at_that_time; once the row is done, every segment is rescaled by
+// exp(m_then - m_final) / l. One pass, no recomputation.
+template <class T, class Scorer, class Mask>
+void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weights, const TensorView<const T, 4>& v,
+                     const Scorer& scorer, const Mask& mask, const AttentionOptions& options) {
+  const index_t B = out.size(0), H = out.size(1), Lq = out.size(2), dv = out.size(3), Lk = v.size(2);
+  const index_t group = H / v.size(1);  // query heads per key/value head
+  const index_t bq = options.block_q > 0 ? options.block_q : default_block_q;
+  const index_t bk = options.block_k > 0 ? options.block_k : default_block_k;
+  const index_t q_tiles = (Lq + bq - 1) / bq;
+  const index_t k_tiles = (Lk + bk - 1) / bk;
+  const bool with_weights = !weights.empty();
+  const int threads = std::max(1, options.num_threads > 0 ? options.num_threads : num_threads());
+
+  std::vector<AttentionScratch<T>> scratch(static_cast<std::size_t>(threads));
+  for (auto& s : scratch) {
+    s.scores.resize(bq, bk);
+    s.acc.resize(bq, dv);
+    s.rows.resize(static_cast<std::size_t>(bq));
+    if (with_weights) s.m_at.resize(static_cast<std::size_t>(bq * k_tiles));
+  }
+
+  parallel_for(B * H * q_tiles, threads, [&](index_t task, int worker) {
+    AttentionScratch<T>& s = scratch[static_cast<std::size_t>(worker)];
+    const index_t b = task / (H * q_tiles), h = (task / q_tiles) % H, i0 = (task % q_tiles) * bq;
+    const index_t ni = std::min(bq, Lq - i0);
+    T* S = s.scores.data();
+    const index_t ld = bk;
+    s.acc.topRows(ni).setZero();
+    std::fill(s.rows.begin(), s.rows.begin() + ni, OnlineSoftmax<T>{});
+    if (with_weights) std::fill(s.m_at.begin(), s.m_at.end(), -std::numeric_limits<T>::infinity());
+
+    for (index_t jt = 0; jt < k_tiles; ++jt) {
+      const index_t j0 = jt * bk, nj = std::min(bk, Lk - j0);
+      const TileRef tile{b, h, i0, ni, j0, nj};
+      const mask::Tile kind = mask.classify(tile);
+      if (kind == mask::Tile::blocked) {
+        ++s.stats.blocked;
+        continue;
+      }
+      ++(kind == mask::Tile::open ? s.stats.open : s.stats.partial);
+      scorer.scores(tile, S, ld);
+      if (kind == mask::Tile::partial) mask.apply(tile, S, ld);
+
+      for (index_t i = 0; i < ni; ++i) {
+        T* row = S + i * ld;
+        // row := exp(row - m_new); the factor exp(m_old - m_new) rescales what was accumulated
+        const T correction = s.rows[static_cast<std::size_t>(i)].update(row, nj);
+        if (correction != T(1)) s.acc.row(i) *= correction;
+        if (with_weights) {
+          std::copy(row, row + nj, &weights(b, h, i0 + i, j0));
+          s.m_at[static_cast<std::size_t>(i * k_tiles + jt)] = s.rows[static_cast<std::size_t>(i)].m;
+        }
+      }
+      // O += P · V_tile
+      using ConstMap = Eigen::Map<const RowMatrix<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+      const ConstMap p(S, ni, nj, Eigen::OuterStride<>(ld));
+      const ConstMap vt(&v(b, h / group, j0, 0), nj, dv, Eigen::OuterStride<>(v.stride(2)));
+      s.acc.topRows(ni).noalias() += p * vt;
+    }
+
+    for (index_t i = 0; i < ni; ++i) {
+      const OnlineSoftmax<T>& state = s.rows[static_cast<std::size_t>(i)];
+      const T norm = state.normalizer(options.masked_rows);
+      T* o = &out(b, h, i0 + i, 0);
+      const index_t os = out.stride(3);
+      for (index_t c = 0; c < dv; ++c) o[c * os] = s.acc(i, c) * norm;
+      if (!with_weights) continue;
+      T* w = &weights(b, h, i0 + i, 0);
+      if (!(state.l > T(0))) {  // fully masked: the row is all fill (0 is already there)
+        if (options.masked_rows == MaskedRows::nan) std::fill(w, w + Lk, norm);
+        continue;
+      }
+      for (index_t jt = 0; jt < k_tiles; ++jt) {
+        const T m_then = s.m_at[static_cast<std::size_t>(i * k_tiles + jt)];
+        if (m_then == -std::numeric_limits<T>::infinity()) continue;  // blocked, or nothing visible yet
+        const index_t j0 = jt * bk, nj = std::min(bk, Lk - j0);
+        simd::scale(std::exp(m_then - state.m) * norm, w + j0, nj);
+      }
+    }
+  });
+
+  if (options.stats) {
+    *options.stats = {};
+    for (const auto& s : scratch) {
+      options.stats->open += s.stats.open;
+      options.stats->partial += s.stats.partial;
+      options.stats->blocked += s.stats.blocked;
+    }
+  }
+}
+
+// A view with unit stride in the last dimension: the view itself, or a dense copy kept in `storage`.
+template <class T>
+TensorView<const T, 4> unit_inner(const TensorView<const T, 4>& x, Tensor<T, 4>& storage) {
+  if (x.stride(3) == 1 || x.size(3) <= 1) return x;
+  storage = Tensor<T, 4>(x);
+  return storage.view();
+}
+
+// [B, L, d] seen as [B, 1, L, d].
+template <class T, std::size_t Rank>
+TensorView<T, 4> as_heads(const TensorView<T, Rank>& x) {
+  if constexpr (Rank == 4) {
+    return x;
+  } else {
+    static_assert(Rank == 3, "attention takes [B, H, L, d] or [B, L, d] tensors");
+    return {x.data(), {x.size(0), 1, x.size(1), x.size(2)}, {x.stride(0), 0, x.stride(1), x.stride(2)}};
+  }
+}
+
+}  // namespace heed::detail

@@ -1,0 +1,63 @@
+#pragma once
+#include "heed/core/detail/internal_header_check.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "heed/core/shape.hpp"
+#include "heed/kernels/masked_rows.hpp"
+#include "heed/simd/vector_ops.hpp"
+
+namespace heed::detail {
+
+// The softmax of heed/kernels/softmax.hpp, one row at a time, and the same computation one block
+// of a row at a time (the online softmax of Milakov & Gimelshein 2018,
+// https://arxiv.org/abs/1805.02867), of which the attention driver keeps one per query row.
+
+// y = softmax(x) over n contiguous elements (y may be x).
+template <class T>
+void softmax_row(const T* x, T* y, index_t n, MaskedRows masked_rows) noexcept {
+  const T row_max = simd::max(x, n);
+  if (row_max == -std::numeric_limits<T>::infinity()) {
+    const T fill = masked_rows == MaskedRows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
+    for (index_t i = 0; i < n; ++i) y[i] = fill;
+    return;
+  }
+  const T total = simd::exp_sum(x, row_max, y, n);
+  simd::scale(T(1) / total, y, n);
+}
+
+// The running state of a softmax computed block by block.
+//   m: the largest score seen so far (-inf before any);
+//   l: sum over seen scores s of exp(s - m).
+// Invariant: after every update, the true softmax of the seen scores is exp(s - m) / l.
+template <class T>
+struct OnlineSoftmax {
+  T m = -std::numeric_limits<T>::infinity();
+  T l = T(0);
+
+  // Folds in a block of scores, overwriting them with exp(s - m_new), and returns the
+  // factor exp(m_old - m_new) by which every quantity accumulated so far (l and the
+  // output row) must be scaled. A block of only -inf leaves the state as it was.
+  T update(T* scores, index_t n) noexcept {
+    const T block_max = simd::max(scores, n);
+    const T m_new = block_max > m ? block_max : m;
+    if (m_new == -std::numeric_limits<T>::infinity()) {  // nothing seen yet can attend
+      for (index_t i = 0; i < n; ++i) scores[i] = T(0);
+      return T(1);
+    }
+    const T correction = std::exp(m - m_new);  // exp(-inf) = 0 on the first block
+    l = l * correction + simd::exp_sum(scores, m_new, scores, n);
+    m = m_new;
+    return correction;
+  }
+
+  // The factor that turns the accumulated row into the softmax-weighted result, or the
+  // fill for a fully masked row (l == 0).
+  [[nodiscard]] T normalizer(MaskedRows masked_rows) const noexcept {
+    if (l > T(0)) return T(1) / l;
+    return masked_rows == MaskedRows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
+  }
+};
+
+}  // namespace heed::detail

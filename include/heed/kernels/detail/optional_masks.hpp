@@ -1,0 +1,50 @@
+#pragma once
+#include "heed/core/detail/internal_header_check.hpp"
+
+#include <optional>
+
+#include "heed/kernels/mask.hpp"
+
+namespace heed::detail {
+
+// The masks a module may combine in one call (a causal triangle, key padding, a boolean or a
+// float attn_mask), each present or not, decided at run time: one mask type, so one copy of the
+// driver per scalar type serves every combination (mask::all would make one per combination).
+// Classifying a tile costs a branch per absent part, which is nothing beside the tile's GEMMs.
+template <class Scalar>
+struct OptionalMasks {
+  std::optional<mask::Causal> causal;
+  std::optional<mask::KeyPadding> padding;
+  std::optional<mask::Allowed> allowed;
+  std::optional<mask::Bias<Scalar>> bias;
+
+  void check(const Shape<4>& dims) const {
+    each([&](const auto& m) { m.check(dims); });
+  }
+  [[nodiscard]] mask::Tile classify(const TileRef& t) const noexcept {
+    bool all_open = true, blocked = false;
+    each([&](const auto& m) {
+      const mask::Tile k = m.classify(t);
+      all_open = all_open && k == mask::Tile::open;
+      blocked = blocked || k == mask::Tile::blocked;
+    });
+    return blocked ? mask::Tile::blocked : all_open ? mask::Tile::open : mask::Tile::partial;
+  }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    each([&](const auto& m) {
+      if (m.classify(t) != mask::Tile::open) m.apply(t, scores, ld);
+    });
+  }
+
+ private:
+  template <class F>
+  void each(F&& f) const {
+    if (causal) f(*causal);
+    if (padding) f(*padding);
+    if (allowed) f(*allowed);
+    if (bias) f(*bias);
+  }
+};
+
+}  // namespace heed::detail

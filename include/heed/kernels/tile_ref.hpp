@@ -1,0 +1,15 @@
+#pragma once
+// TileRef: how the attention driver names one tile of the score matrix to its policies.
+
+#include "heed/core/shape.hpp"
+
+namespace heed {
+
+/// One tile of the score matrix of batch b and query head h: query rows [i0, i0 + ni), key
+/// columns [j0, j0 + nj). The driver hands it to score and mask policies alike; with grouped
+/// heads, h is the query head (the policy maps it to its key/value head).
+struct TileRef {
+  index_t b, h, i0, ni, j0, nj;
+};
+
+}  // namespace heed

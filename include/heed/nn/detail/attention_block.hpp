@@ -1,0 +1,234 @@
+#pragma once
+#include "heed/core/detail/internal_header_check.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "heed/core/error.hpp"
+#include "heed/core/random.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/kernels/attention.hpp"
+#include "heed/kernels/detail/optional_masks.hpp"
+#include "heed/nn/linear.hpp"
+
+// The one attention block behind every attention module (torch's MultiheadAttention, the
+// seeds' classes, the encoder layer):
+//
+//   project   q = query W_qᵀ + b_q, k = key W_kᵀ + b_k, v = value W_vᵀ + b_v (one fused GEMM
+//             when query, key and value are one tensor), seen as heads [B, H, L, hd] in place
+//   extras    torch's add_bias_kv / add_zero_attn key and value rows
+//   q/k step  a transform of the projected q and k heads (rotary positions), when given
+//   cache     the new k and v appended to a store, the driver then reading all that is stored
+//   attend    heed's driver: softmax(q kᵀ / sqrt(hd) + masks) v, Hq query heads over Hkv
+//             key/value heads (query head h reads h / (Hq / Hkv))
+//   merge     the heads' outputs written as [B, Lq, E] rows, then out = context W_oᵀ + b_o,
+//             or out = skip + context W_oᵀ + b_o (a residual connection in the same GEMM)
+//
+// The adapters own the parameter names, translate their conventions into OptionalMasks, and
+// shape the result. One mask type and one score type: one copy of the driver per scalar type.
+namespace heed::detail {
+
+// A step on the projected heads before attention: q [B, Hq, Lq, hd] and k [B, Hkv, Lk, hd],
+// writable, their first rows at sequence positions q_start and k_start.
+template <class Scalar>
+struct QKTransform {
+  virtual ~QKTransform() = default;
+  virtual void apply(const TensorView<Scalar, 4>& q, const TensorView<Scalar, 4>& k, index_t q_start,
+                     index_t k_start) const = 0;
+};
+
+// Where a call's keys and values go to be attended by later calls (a KV cache). `append` takes
+// the new k and v [B, Hkv, L, hd] and returns views of everything stored, new rows included.
+template <class Scalar>
+struct KVStore {
+  struct Views {
+    TensorView<const Scalar, 4> k, v;
+  };
+  virtual ~KVStore() = default;
+  virtual index_t past() const = 0;  // positions stored before this call
+  virtual Views append(const TensorView<const Scalar, 4>& k, const TensorView<const Scalar, 4>& v) = 0;
+};
+
+struct AttentionBlockOptions {
+  index_t embed_dim = 0;
+  index_t num_heads = 1;
+  index_t num_kv_heads = 0;  // 0: num_heads; fewer is grouped-query attention
+  index_t kdim = 0;          // 0: embed_dim
+  index_t vdim = 0;          // 0: embed_dim
+  bool bias = true;
+  bool add_bias_kv = false;
+  bool add_zero_attn = false;
+  std::uint64_t seed = 0;
+};
+
+template <class Scalar>
+struct BlockCall {
+  bool need_weights = false;
+  MaskedRows masked_rows = MaskedRows::zero;
+  const QKTransform<Scalar>* qk_transform = nullptr;
+  KVStore<Scalar>* kv_store = nullptr;
+  // Residual form: out = skip + attention, both contiguous [B, Lq, E] (either may alias the
+  // query, which is projected before anything is written); then the result is empty.
+  const Scalar* skip = nullptr;
+  Scalar* out = nullptr;
+};
+
+template <class Scalar>
+struct BlockResult {
+  Tensor<Scalar, 3> output;   // [B, Lq, E]
+  Tensor<Scalar, 4> weights;  // [B, Hq, Lq, Lk] with need_weights
+};
+
+template <class Scalar>
+class AttentionBlock {
+ public:
+  AttentionBlock(const AttentionBlockOptions& o, std::string who) : options_(o), who_(std::move(who)) {
+    if (options_.num_kv_heads == 0) options_.num_kv_heads = options_.num_heads;
+    if (options_.kdim == 0) options_.kdim = options_.embed_dim;
+    if (options_.vdim == 0) options_.vdim = options_.embed_dim;
+    const index_t E = o.embed_dim, H = o.num_heads, Hkv = options_.num_kv_heads;
+    if (E < 1 || H < 1 || E % H != 0)
+      throw ShapeError(who_ + ": the embedding size (" + std::to_string(E) +
+                       ") must be a positive multiple of the number of heads (" + std::to_string(H) + ")");
+    if (Hkv < 1 || H % Hkv != 0)
+      throw ShapeError(who_ + ": the key/value heads (" + std::to_string(Hkv) + ") must divide the query heads (" +
+                       std::to_string(H) + ")");
+    if (options_.kdim < 1 || options_.vdim < 1)
+      throw ShapeError(who_ + ": kdim and vdim must be >= 1, got " + std::to_string(options_.kdim) + " and " +
+                       std::to_string(options_.vdim));
+    const index_t kv = kv_width();
+    q_proj = nn::Linear<Scalar>({.in_features = E, .out_features = E, .bias = o.bias, .seed = o.seed});
+    k_proj = nn::Linear<Scalar>({.in_features = options_.kdim, .out_features = kv, .bias = o.bias, .seed = o.seed + 2});
+    v_proj = nn::Linear<Scalar>({.in_features = options_.vdim, .out_features = kv, .bias = o.bias, .seed = o.seed + 4});
+    out_proj = nn::Linear<Scalar>({.in_features = E, .out_features = E, .bias = o.bias, .seed = o.seed + 6});
+    if (o.add_bias_kv) {
+      bias_k = randn<Scalar, 3>(Shape<3>{1, 1, kv}, o.seed + 8);
+      bias_v = randn<Scalar, 3>(Shape<3>{1, 1, kv}, o.seed + 9);
+    }
+    pack();
+  }
+
+  [[nodiscard]] const AttentionBlockOptions& options() const noexcept { return options_; }
+  [[nodiscard]] index_t head_dim() const noexcept { return options_.embed_dim / options_.num_heads; }
+  [[nodiscard]] index_t kv_width() const noexcept { return options_.num_kv_heads * head_dim(); }
+  // Key columns added after the projected keys: bias_k, then a zero key.
+  [[nodiscard]] index_t extra_keys() const noexcept {
+    return (options_.add_bias_kv ? 1 : 0) + (options_.add_zero_attn ? 1 : 0);
+  }
+
+  // The parameters, set by the adapters' load(); call pack() after changing them.
+  nn::Linear<Scalar> q_proj, k_proj, v_proj, out_proj;
+  Tensor<Scalar, 3> bias_k, bias_v;  // [1, 1, Hkv·hd] with add_bias_kv
+
+  // The q, k, v projections stacked into one E → E + 2·Hkv·hd Linear, for self-attention; left
+  // empty when kdim or vdim differ from E.
+  void pack() {
+    const index_t E = options_.embed_dim, kv = kv_width(), n = E + 2 * kv;
+    qkv_proj_ = nn::Linear<Scalar>();
+    if (options_.kdim != E || options_.vdim != E) return;
+    Tensor<Scalar, 2> w({n, E});
+    Tensor<Scalar, 1> b;
+    if (options_.bias) b = Tensor<Scalar, 1>({n});
+    index_t row = 0;
+    for (const nn::Linear<Scalar>* part : {&q_proj, &k_proj, &v_proj}) {
+      const index_t rows = part->weight().size(0);
+      std::copy_n(part->weight().data(), rows * E, w.data() + row * E);
+      if (options_.bias) std::copy_n(part->bias().data(), rows, b.data() + row);
+      row += rows;
+    }
+    qkv_proj_ = nn::Linear<Scalar>({.in_features = E, .out_features = n, .bias = options_.bias});
+    qkv_proj_.set(std::move(w), std::move(b));
+  }
+
+  // query [B, Lq, E], key [B, Lk, kdim], value [B, Lk, vdim]: checked here (ShapeError naming
+  // all three); the masks are checked by the driver against [B, Hq, Lq, Lk + extras (+ past)].
+  BlockResult<Scalar> forward(const TensorView<const Scalar, 3>& query, const TensorView<const Scalar, 3>& key,
+                              const TensorView<const Scalar, 3>& value, const OptionalMasks<Scalar>& masks,
+                              const BlockCall<Scalar>& call) const {
+    const index_t B = query.size(0), Lq = query.size(1), Lk0 = key.size(1), E = options_.embed_dim;
+    const index_t H = options_.num_heads, Hkv = options_.num_kv_heads, hd = head_dim(), kv = kv_width();
+    const auto shapes = [&] {
+      return " (query " + to_string(query.shape()) + ", key " + to_string(key.shape()) + ", value " +
+             to_string(value.shape()) + ")";
+    };
+    if (query.size(2) != E || key.size(2) != options_.kdim || value.size(2) != options_.vdim)
+      throw ShapeError(who_ + ": expects embed_dim " + std::to_string(E) + ", kdim " + std::to_string(options_.kdim) +
+                       ", vdim " + std::to_string(options_.vdim) + shapes());
+    if (key.size(0) != B || value.size(0) != B || value.size(1) != Lk0)
+      throw ShapeError(who_ + ": batch or key lengths differ" + shapes());
+
+    const index_t Lk = Lk0 + extra_keys();
+    // rows of `width` values with row stride `ld` → the [B, heads, L, hd] view of them
+    const auto as_heads = [&](Scalar* data, index_t heads, index_t L, index_t ld) {
+      return TensorView<Scalar, 4>(data, {B, heads, L, hd}, {L * ld, hd, ld, 1});
+    };
+    Tensor<Scalar, 3> q, k, v, qkv;
+    TensorView<Scalar, 4> qh, kh, vh;
+    if (extra_keys() == 0 && !qkv_proj_.weight().empty() && same(query, key) && same(query, value)) {
+      qkv = qkv_proj_(query);  // [B, L, E + 2·kv], then strided views
+      const index_t ld = E + 2 * kv;
+      qh = as_heads(qkv.data(), H, Lq, ld);
+      kh = as_heads(qkv.data() + E, Hkv, Lq, ld);
+      vh = as_heads(qkv.data() + E + kv, Hkv, Lq, ld);
+    } else {
+      q = q_proj(query);
+      k = Tensor<Scalar, 3>({B, Lk, kv});
+      v = Tensor<Scalar, 3>({B, Lk, kv});
+      project_with_extras(k_proj, key, k, bias_k);
+      project_with_extras(v_proj, value, v, bias_v);
+      qh = as_heads(q.data(), H, Lq, E);
+      kh = as_heads(k.data(), Hkv, Lk, kv);
+      vh = as_heads(v.data(), Hkv, Lk, kv);
+    }
+    const index_t past = call.kv_store ? call.kv_store->past() : 0;
+    if (call.qk_transform) call.qk_transform->apply(qh, kh.slice(2, 0, Lk0), past, past);
+    TensorView<const Scalar, 4> keys = kh, values = vh;
+    if (call.kv_store) {
+      const auto stored = call.kv_store->append(kh, vh);
+      keys = stored.k;
+      values = stored.v;
+    }
+
+    Tensor<Scalar, 3> context({B, Lq, E}, uninitialized);
+    BlockResult<Scalar> r;
+    if (call.need_weights) r.weights = Tensor<Scalar, 4>({B, H, Lq, keys.size(2)});
+    attention_into<Scalar>(as_heads(context.data(), H, Lq, E), r.weights.view(), qh, keys, values, ScaledDot{}, masks,
+                           {.masked_rows = call.masked_rows});
+    if (call.out) {
+      out_proj.rows_add(TensorView<const Scalar, 2>(context.data(), {B * Lq, E}), call.skip,
+                        TensorView<Scalar, 2>(call.out, {B * Lq, E}));
+    } else {
+      r.output = out_proj(context);
+    }
+    return r;
+  }
+
+ private:
+  // Views of one and the same tensor: self-attention.
+  template <class A, class C>
+  static bool same(const A& a, const C& c) noexcept {
+    return static_cast<const void*>(a.data()) == static_cast<const void*>(c.data()) && a.shape() == c.shape() &&
+           a.strides() == c.strides();
+  }
+
+  // x's rows projected into out[:, :L0], then bias_kv's row, then a zero row (add_zero_attn).
+  void project_with_extras(const nn::Linear<Scalar>& proj, const TensorView<const Scalar, 3>& x, Tensor<Scalar, 3>& out,
+                           const Tensor<Scalar, 3>& bias_kv) const {
+    const index_t B = out.size(0), L0 = x.size(1), width = out.size(2);
+    Tensor<Scalar, 3> storage;
+    const auto dense = contiguous(x, storage);
+    for (index_t b = 0; b < B; ++b) {
+      proj.rows(TensorView<const Scalar, 2>(dense.data() + b * L0 * x.size(2), {L0, x.size(2)}),
+                TensorView<Scalar, 2>(&out(b, 0, 0), {L0, width}));
+      if (options_.add_bias_kv) std::copy_n(bias_kv.data(), width, &out(b, L0, 0));
+    }
+  }
+
+  AttentionBlockOptions options_;
+  std::string who_;
+  nn::Linear<Scalar> qkv_proj_;
+};
+
+}  // namespace heed::detail

@@ -1,0 +1,174 @@
+#pragma once
+// The register level of heed's GEMM (kernels/gemm.hpp does the blocking and the threads):
+//   GemmTile<T>           the tile sizes: an MR × NR block of C in registers, KC-deep blocks;
+//   pack_a                A's rows in MR-row micro-panels, k-major inside each;
+//   gemm_micro_kernel     one MR × NR tile of C from a packed A micro-panel and a packed W panel.
+//
+// The micro-kernel is written once over simd::batch: MR × 2 accumulators, MR = 12 where there
+// are 32 vector registers (AVX-512), 6 otherwise, NR = 2 batches; one rank-1 update per k costs
+// NR/width loads, MR broadcasts and MR·NR/width FMAs. Edge tiles (rows past m, columns past n)
+// are computed in full on zero padding and stored partially. The bias and ReLU are applied in
+// registers before the store.
+//
+// pack_a has a generic version and, for float on AVX-512, an overload that transposes 12 × 16
+// blocks in registers (the target_isa tag picks it; see simd/arch.hpp).
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include "heed/core/shape.hpp"
+#include "heed/simd/arch.hpp"
+
+#if defined(HEED_SIMD_AVX512)
+#include <immintrin.h>
+#endif
+
+namespace heed::simd {
+
+/// The blocking of heed's GEMM for scalar T.
+template <class T>
+struct GemmTile {
+  static constexpr index_t nr = 2 * static_cast<index_t>(width<T>);  ///< columns of C per micro-kernel
+  static constexpr index_t mr = width<T> >= 16 ? 12 : 6;             ///< rows of C per micro-kernel
+  static constexpr index_t kc = 192;                                 ///< depth of one block
+  static constexpr index_t mc = 16 * mr;                             ///< rows of A packed at once
+};
+
+/// Asks for the cache lines of the `n` values from p, the `part`-th of `parts` equal shares of
+/// them: each micro-tile of a panel fetches its share of the next panel of W.
+template <class T>
+inline void prefetch_share(const T* p, index_t n, index_t part, index_t parts) noexcept {
+  constexpr index_t line = 64;
+  const char* bytes = reinterpret_cast<const char*>(p);
+  const index_t size = n * static_cast<index_t>(sizeof(T));
+  const index_t from = size * part / parts / line * line, to = size * (part + 1) / parts;
+  for (index_t offset = from; offset < to; offset += line) prefetch(bytes + offset);
+}
+
+/// One MR × NR tile: c[r, j] = (src ? src[r, j] : 0) + sum_kk a[kk · MR + r] · b[kk · NR + j]
+/// (+ bias[j], then max(·, 0) if relu) for kk < kc; src has leading dimension lds and may be c.
+/// Only rows < m_valid and columns < n_valid are read from src and written.
+template <class T>
+inline void gemm_micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T* src, index_t lds,
+                              const T* bias, bool relu, index_t m_valid, index_t n_valid) noexcept {
+  constexpr index_t MR = GemmTile<T>::mr, NR = GemmTile<T>::nr, W = static_cast<index_t>(width<T>);
+  // The tile of C (and of the addend) is needed only after the k loop, and inside a model it
+  // is usually in L3 by then: ask for its lines now, so that the loads at the end do not wait.
+  for (index_t r = 0; r < m_valid; ++r) {
+    if (src) {
+      prefetch(src + r * lds);
+      prefetch(src + r * lds + NR - 1);
+    }
+    if (src != c) {
+      prefetch_for_write(c + r * ldc);
+      prefetch_for_write(c + r * ldc + NR - 1);
+    }
+  }
+  batch<T> acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
+  const batch<T> zero = broadcast(T(0));
+  const batch<T> init0 = bias ? load(bias) : zero, init1 = bias ? load(bias + W) : zero;
+  for (index_t r = 0; r < MR; ++r) acc0[r] = init0, acc1[r] = init1;
+  for (index_t kk = 0; kk < kc; ++kk) {
+    const batch<T> b0 = load(b + kk * NR), b1 = load(b + kk * NR + W);
+    const T* ak = a + kk * MR;
+    for (index_t r = 0; r < MR; ++r) {
+      const batch<T> ar = broadcast(ak[r]);
+      acc0[r] = fma(ar, b0, acc0[r]);
+      acc1[r] = fma(ar, b1, acc1[r]);
+    }
+  }
+  if (m_valid == MR && n_valid == NR) {
+    for (index_t r = 0; r < MR; ++r) {
+      T* row = c + r * ldc;
+      if (src) {
+        acc0[r] = acc0[r] + load(src + r * lds);
+        acc1[r] = acc1[r] + load(src + r * lds + W);
+      }
+      if (relu) {
+        acc0[r] = max(acc0[r], zero);
+        acc1[r] = max(acc1[r], zero);
+      }
+      store(row, acc0[r]);
+      store(row + W, acc1[r]);
+    }
+    return;
+  }
+  alignas(64) T tile[static_cast<std::size_t>(MR * NR)];
+  for (index_t r = 0; r < MR; ++r) {
+    store(tile + r * NR, acc0[r]);
+    store(tile + r * NR + W, acc1[r]);
+  }
+  for (index_t r = 0; r < m_valid; ++r)
+    for (index_t j = 0; j < n_valid; ++j) {
+      const T value = (src ? src[r * lds + j] : T(0)) + tile[r * NR + j];
+      c[r * ldc + j] = relu && value < T(0) ? T(0) : value;
+    }
+}
+
+/// Values past the end of its output that pack_a may write (the AVX-512 transpose's spill):
+/// a buffer for pack_a holds rows rounded up to MR, times kc, plus this many.
+inline constexpr index_t pack_a_slack = 16;
+
+/// One micro-panel: rows [0, mr) of a (leading dimension lda), depth [0, kc), stored k-major
+/// as out[kk · MR + r], rows mr..MR-1 zero. The generic version.
+template <class T>
+inline void pack_a_panel(const T* a, index_t lda, index_t mr, index_t kc, T* out, generic_isa) noexcept {
+  constexpr index_t MR = GemmTile<T>::mr;
+  for (index_t kk = 0; kk < kc; ++kk) {
+    for (index_t r = 0; r < mr; ++r) out[kk * MR + r] = a[r * lda + kk];
+    for (index_t r = mr; r < MR; ++r) out[kk * MR + r] = T(0);
+  }
+}
+
+#if defined(HEED_SIMD_AVX512)
+/// The float micro-panel on AVX-512 (MR = 12): full panels go through 12 × 16 blocks
+/// transposed in registers (unpack, then shuffle_f32x4); each 16-wide store spills 4 values
+/// past its column, which the next column's store overwrites (the last one's land in the next
+/// micro-panel or in pack_a_slack). Partial panels and the k tail take the generic loop.
+inline void pack_a_panel(const float* a, index_t lda, index_t mr, index_t kc, float* out, avx512_isa) noexcept {
+  static_assert(GemmTile<float>::mr == 12);
+  index_t kk0 = 0;
+  if (mr == 12)
+    for (; kk0 + 16 <= kc; kk0 += 16) {
+      const float* src = a + kk0;
+      float* dst = out + kk0 * 12;
+      __m512 r[16], t[16];
+      for (int i = 0; i < 12; ++i) r[i] = _mm512_loadu_ps(src + i * lda);
+      for (int i = 12; i < 16; ++i) r[i] = _mm512_setzero_ps();
+      for (int i = 0; i < 16; i += 2) {  // pairs of rows interleaved
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+      }
+      const auto pd = [](__m512 x) { return _mm512_castps_pd(x); };
+      for (int i = 0; i < 16; i += 4) {  // then pairs of pairs: 4 rows of one column per 128-bit lane
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i]), pd(t[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i]), pd(t[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i + 1]), pd(t[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i + 1]), pd(t[i + 3])));
+      }
+      for (int j = 0; j < 4; ++j) {  // then the four row groups' lanes gathered per column
+        const __m512 b0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), b1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
+        const __m512 b2 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
+        const __m512 b3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
+        t[j] = _mm512_shuffle_f32x4(b0, b2, 0x88);
+        t[4 + j] = _mm512_shuffle_f32x4(b0, b2, 0xDD);
+        t[8 + j] = _mm512_shuffle_f32x4(b1, b3, 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(b1, b3, 0xDD);
+      }
+      for (int j = 0; j < 16; ++j) _mm512_storeu_ps(dst + j * 12, t[j]);
+    }
+  pack_a_panel(a + kk0, lda, mr, kc - kk0, out + kk0 * 12, generic_isa{});
+}
+#endif
+
+/// A[rows, 0 : kc] (leading dimension lda) → MR-row micro-panels, one after another, each
+/// k-major (zero rows past `rows`): what gemm_micro_kernel reads as `a`.
+template <class T>
+inline void pack_a(const T* a, index_t lda, index_t rows, index_t kc, T* out) noexcept {
+  constexpr index_t MR = GemmTile<T>::mr;
+  for (index_t i0 = 0; i0 < rows; i0 += MR, out += kc * MR)
+    pack_a_panel(a + i0 * lda, lda, std::min(MR, rows - i0), kc, out, target_isa{});
+}
+
+}  // namespace heed::simd

@@ -106,6 +106,44 @@ TEST(TensorView, NarrowTransposeAndReshape) {
   EXPECT_EQ(copy(2, 2, 1), t(1, 2, 2));
 }
 
+TEST(TensorView, NarrowIsPyTorchsStartAndLengthAndSliceIsBeginEnd) {
+  Tensor<int, 2> t({4, 6});
+  for (index_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<int>(i);
+  const auto n = t.view().narrow(1, 2, 3);  // torch: t.narrow(1, 2, 3) = t[:, 2:5]
+  EXPECT_EQ(n.shape(), (heed::Shape<2>{4, 3}));
+  EXPECT_EQ(n(1, 0), t(1, 2));
+  EXPECT_EQ(n(3, 2), t(3, 4));
+  const auto s = t.view().slice(1, 2, 5);  // t[:, 2:5]
+  EXPECT_EQ(s.shape(), n.shape());
+  EXPECT_EQ(s.data(), n.data());
+  EXPECT_EQ(t.view().slice(0, 4, 4).size(0), 0);  // an empty range at the end is valid
+  EXPECT_EQ(t.view().narrow(0, 4, 0).size(0), 0);
+}
+
+// A bad range is a ShapeError naming the shape and the range, in release builds too (this
+// test runs in the RelWithDebInfo and the Debug CI builds alike).
+TEST(TensorView, BadRangesAreShapeErrorsInEveryBuild) {
+  const Tensor<float, 3> t({2, 3, 4});
+  const auto expect_error = [](auto&& f, const std::string& needle) {
+    try {
+      f();
+      ADD_FAILURE() << "no ShapeError; expected one mentioning " << needle;
+    } catch (const heed::ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  const auto v = t.view();
+  expect_error([&] { (void)v.narrow(2, 1, 4); }, "start 1, length 4 of dimension 2 is outside the shape [2, 3, 4]");
+  expect_error([&] { (void)v.narrow(2, -1, 2); }, "start -1, length 2");
+  expect_error([&] { (void)v.narrow(2, 0, -1); }, "length -1");
+  expect_error([&] { (void)v.slice(1, 2, 4); }, "range [2, 4) of dimension 1 is outside the shape [2, 3, 4]");
+  expect_error([&] { (void)v.slice(1, 2, 1); }, "range [2, 1)");
+  expect_error([&] { (void)v.slice(3, 0, 1); }, "of dimension 3");
+  expect_error([&] { (void)v.transpose(0, 3); }, "dimensions 0 and 3 of a rank-3 view [2, 3, 4]");
+  expect_error([&] { (void)v.reshape(heed::Shape<2>{5, 5}); }, "cannot view [2, 3, 4] as [5, 5]");
+  expect_error([&] { (void)v.transpose(0, 1).reshape(heed::Shape<1>{24}); }, "cannot view strided [3, 2, 4]");
+}
+
 TEST(AsMatrix, MapsStridedViewsWithoutCopying) {
   Tensor<float, 2> t({3, 4});
   for (index_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>(i);

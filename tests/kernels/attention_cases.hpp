@@ -41,6 +41,8 @@ inline const char* name(ScoreKind s) {
 
 struct Dims {
   index_t B, H, Lq, Lk, d, dv;
+  index_t Hkv = 0;  // key/value heads; 0: H
+  [[nodiscard]] index_t kv_heads() const { return Hkv > 0 ? Hkv : H; }
 };
 
 // Every tensor a case needs, in T and in double.
@@ -58,8 +60,8 @@ struct Inputs {
   explicit Inputs(Dims dims, std::uint64_t seed = 1)
       : n(dims),
         q(randn<T>({n.B, n.H, n.Lq, n.d}, seed)),
-        k(randn<T>({n.B, n.H, n.Lk, n.d}, seed + 1)),
-        v(randn<T>({n.B, n.H, n.Lk, n.dv}, seed + 2)),
+        k(randn<T>({n.B, n.kv_heads(), n.Lk, n.d}, seed + 1)),
+        v(randn<T>({n.B, n.kv_heads(), n.Lk, n.dv}, seed + 2)),
         padding({n.B, n.Lk}),
         allowed({n.B, 1, n.Lq, n.Lk}),
         bias(randn<T>({1, n.H, n.Lq, n.Lk}, seed + 3)),
@@ -144,9 +146,9 @@ constexpr Tolerance attention_tolerance() {
 template <class T>
 void expect_matches_reference(const Inputs<T>& in, ScoreKind score_kind, MaskKind mask_kind, AttentionOptions options) {
   SCOPED_TRACE(std::string("score ") + name(score_kind) + ", mask " + name(mask_kind) + ", dims [" +
-               std::to_string(in.n.B) + ", " + std::to_string(in.n.H) + ", Lq " + std::to_string(in.n.Lq) + ", Lk " +
-               std::to_string(in.n.Lk) + ", d " + std::to_string(in.n.d) + ", dv " + std::to_string(in.n.dv) +
-               "], weights " + std::to_string(options.need_weights) + ", threads " +
+               std::to_string(in.n.B) + ", " + std::to_string(in.n.H) + "/" + std::to_string(in.n.kv_heads()) +
+               ", Lq " + std::to_string(in.n.Lq) + ", Lk " + std::to_string(in.n.Lk) + ", d " + std::to_string(in.n.d) +
+               ", dv " + std::to_string(in.n.dv) + "], weights " + std::to_string(options.need_weights) + ", threads " +
                std::to_string(options.num_threads) + ", blocks " + std::to_string(options.block_q) + "x" +
                std::to_string(options.block_k));
   const auto qd = reference::to_double(in.q), kd = reference::to_double(in.k), vd = reference::to_double(in.v);

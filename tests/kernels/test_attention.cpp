@@ -51,6 +51,34 @@ TYPED_TEST(AttentionVsReference, EveryScoreTimesEveryMask) {
   }
 }
 
+TYPED_TEST(AttentionVsReference, GroupedQueryHeadsReadTheirGroupsKeysAndValues) {
+  // Hq = 6 over Hkv = 3 (groups of 2), 2 and 1 (multi-query), with every score and mask.
+  int variant = 0;
+  for (index_t kv_heads : {3, 2, 1}) {
+    const Inputs<TypeParam> in({.B = 2, .H = 6, .Lq = 33, .Lk = 70, .d = 16, .dv = 12, .Hkv = kv_heads},
+                               static_cast<std::uint64_t>(40 + kv_heads));
+    for (ScoreKind score : {ScoreKind::scaled_dot, ScoreKind::dot, ScoreKind::additive})
+      for (MaskKind mask : all_masks) {
+        ++variant;
+        expect_matches_reference(
+            in, score, mask,
+            {.need_weights = variant % 2 == 0, .num_threads = 1 + variant % 2, .block_q = 16, .block_k = 32});
+      }
+  }
+  // Grouped heads equal full heads whose K and V are repeated: k[:, h] = k_kv[:, h / 3].
+  const Inputs<TypeParam> in({.B = 1, .H = 6, .Lq = 9, .Lk = 20, .d = 8, .dv = 8, .Hkv = 2});
+  heed::Tensor<TypeParam, 4> k_full({1, 6, 20, 8}), v_full({1, 6, 20, 8});
+  for (index_t h = 0; h < 6; ++h)
+    for (index_t j = 0; j < 20; ++j)
+      for (index_t c = 0; c < 8; ++c) {
+        k_full(0, h, j, c) = in.k(0, h / 3, j, c);
+        v_full(0, h, j, c) = in.v(0, h / 3, j, c);
+      }
+  const auto grouped = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::Causal{});
+  const auto repeated = heed::attention(in.q, k_full, v_full, heed::ScaledDot{}, heed::mask::Causal{});
+  EXPECT_TRUE(all_close(grouped.output, repeated.output, {0, 0}));
+}
+
 TYPED_TEST(AttentionVsReference, ThreadsAndTilesDoNotChangeTheAnswer) {
   const Inputs<TypeParam> in({2, 3, 65, 100, 16, 16});
   const auto base = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::Causal{},

@@ -158,6 +158,17 @@ TEST(AttentionProperties, BadShapesAreShapeErrorsNamingBothShapes) {
         (void)heed::attention(q, heed::randn<float>({2, 3, 6, 8}, 2), heed::randn<float>({2, 3, 7, 8}, 3));
       },
       "v [2, 3, 7, 8]");
+  const auto q6 = heed::randn<float>({2, 6, 5, 8}, 1);
+  expect_shape_error(
+      [&] {
+        (void)heed::attention(q6, heed::randn<float>({2, 4, 6, 8}, 2), heed::randn<float>({2, 4, 6, 8}, 3));
+      },
+      "the key/value heads (4) do not divide the query heads (6) (q [2, 6, 5, 8], k [2, 4, 6, 8]");
+  expect_shape_error(
+      [&] {
+        (void)heed::attention(q6, heed::randn<float>({2, 3, 6, 8}, 2), heed::randn<float>({2, 2, 6, 8}, 3));
+      },
+      "k and v have different head counts");
   expect_shape_error(
       [&] {
         (void)heed::attention(q, heed::randn<float>({2, 3, 6, 4}, 2), heed::randn<float>({2, 3, 6, 8}, 3));

@@ -36,6 +36,31 @@ TEST(Loader, TakesCheckedParametersAndReportsUnusedInStrictMode) {
   EXPECT_EQ(from.child("sub.").prefix(), "layer.sub.");
 }
 
+TEST(Loader, AMissingParameterNamesTheClosestNamesAndThePrefixTheyHave) {
+  TensorDict d;
+  d.set("encoder.layers.0.self_attn.in_proj_weight", heed::randn<float>({6, 2}, 1));
+  d.set("encoder.layers.1.self_attn.in_proj_weight", heed::randn<float>({6, 2}, 2));
+  d.set("encoder.layers.0.linear1.weight", heed::randn<float>({3, 2}, 3));
+  const Loader<TensorDict> wrong_prefix(d, "model.layers.0.");
+  try {
+    (void)wrong_prefix.child("self_attn.").take<float, 2>("in_proj_weight", {6, 2});
+    FAIL();
+  } catch (const heed::FormatError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("missing parameter \"model.layers.0.self_attn.in_proj_weight\" (expected shape [6, 2]); "
+                           "closest in the source: \"encoder.layers.0.self_attn.in_proj_weight\" (\"encoder.\" where "
+                           "\"model.\" was asked)"),
+              std::string::npos)
+        << message;
+  }
+  try {  // nothing shares even the last part: no suggestion
+    (void)wrong_prefix.take<float, 1>("running_mean", {2});
+    FAIL();
+  } catch (const heed::FormatError& e) {
+    EXPECT_EQ(std::string(e.what()).find("closest"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Loader, DefaultInitMatchesPyTorchsBounds) {
   const auto w = heed::nn::torch_default_init<float, 2>({64, 100}, 100, 7);
   float lo = 1, hi = -1;

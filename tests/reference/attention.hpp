@@ -1,9 +1,11 @@
 #pragma once
 // Naive double-precision attention, straight from the formulas, for checking the tiled
-// driver:   S[b,h,i,j] = score(q[b,h,i], k[b,h,j]) + mask(b, h, i, j)
+// driver:   S[b,h,i,j] = score(q[b,h,i], k[b,g(h),j]) + mask(b, h, i, j)
 //           P = softmax_j(S)          (a row of only -inf: NaN, or 0 when asked)
-//           O[b,h,i] = sum_j P[b,h,i,j] v[b,h,j]
-// The mask is a function returning 0 (visible), -inf (hidden) or a bias to add.
+//           O[b,h,i] = sum_j P[b,h,i,j] v[b,g(h),j]
+// with g(h) = h / (Hq / Hkv), the key/value head of query head h (grouped-query attention;
+// g(h) = h when the head counts agree). The mask is a function returning 0 (visible), -inf
+// (hidden) or a bias to add.
 
 #include <cmath>
 #include <functional>
@@ -22,11 +24,17 @@ using MaskFn = std::function<double(index_t b, index_t h, index_t i, index_t j)>
 inline const MaskFn no_mask = [](index_t, index_t, index_t, index_t) { return 0.0; };
 inline constexpr double hidden = -std::numeric_limits<double>::infinity();
 
+/// The key/value head that query head h of q reads from k.
+inline index_t kv_head(const Tensor<double, 4>& q, const Tensor<double, 4>& k, index_t h) {
+  return h / (q.size(1) / k.size(1));
+}
+
 /// qᵀk · scale
 inline ScoreFn scaled_dot(const Tensor<double, 4>& q, const Tensor<double, 4>& k, double scale) {
   return [&q, &k, scale](index_t b, index_t h, index_t i, index_t j) {
     double s = 0;
-    for (index_t c = 0; c < q.size(3); ++c) s += q(b, h, i, c) * k(b, h, j, c);
+    const index_t g = kv_head(q, k, h);
+    for (index_t c = 0; c < q.size(3); ++c) s += q(b, h, i, c) * k(b, g, j, c);
     return s * scale;
   };
 }
@@ -53,7 +61,8 @@ inline ScoreFn additive(const Tensor<double, 4>& q, const Tensor<double, 4>& k, 
   auto kp = std::make_shared<Tensor<double, 4>>(linear(k, wk, bk));
   return [qp, kp, &v](index_t b, index_t h, index_t i, index_t j) {
     double s = 0;
-    for (index_t u = 0; u < v.size(0); ++u) s += v(u) * std::tanh((*qp)(b, h, i, u) + (*kp)(b, h, j, u));
+    const index_t g = kv_head(*qp, *kp, h);
+    for (index_t u = 0; u < v.size(0); ++u) s += v(u) * std::tanh((*qp)(b, h, i, u) + (*kp)(b, g, j, u));
     return s;
   };
 }
@@ -63,7 +72,7 @@ struct AttentionReference {
   Tensor<double, 4> weights;  // [B, H, Lq, Lk]
 };
 
-/// q [B, H, Lq, dq], k [B, H, Lk, dk], v [B, H, Lk, dv], all double and contiguous.
+/// q [B, Hq, Lq, dq], k [B, Hkv, Lk, dk], v [B, Hkv, Lk, dv], all double and contiguous.
 inline AttentionReference attention(const Tensor<double, 4>& q, const Tensor<double, 4>& k, const Tensor<double, 4>& v,
                                     const ScoreFn& score, const MaskFn& mask, bool masked_rows_nan) {
   const index_t B = q.size(0), H = q.size(1), Lq = q.size(2), Lk = k.size(2), dv = v.size(3);
@@ -88,7 +97,7 @@ inline AttentionReference attention(const Tensor<double, 4>& q, const Tensor<dou
         for (index_t j = 0; j < Lk; ++j) r.weights(b, h, i, j) = std::exp(r.weights(b, h, i, j) - m) / total;
         for (index_t c = 0; c < dv; ++c) {
           double o = 0;
-          for (index_t j = 0; j < Lk; ++j) o += r.weights(b, h, i, j) * v(b, h, j, c);
+          for (index_t j = 0; j < Lk; ++j) o += r.weights(b, h, i, j) * v(b, kv_head(q, v, h), j, c);
           r.output(b, h, i, c) = o;
         }
       }

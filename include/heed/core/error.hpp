@@ -1,5 +1,5 @@
 #pragma once
-// heed's exceptions (DESIGN.md §4). Every public entry point checks its input once and
+// heed's exceptions (docs/design.md, "Errors"). Every public entry point checks its input once and
 // throws one of these with the actual shapes or names; kernels behind it check nothing.
 
 #include <stdexcept>

@@ -1,5 +1,5 @@
 #pragma once
-// Attention heatmaps without matplotlib: the seed's visualize_attention (seed 000 §5.2) as SVG
+// Attention heatmaps without matplotlib: the seed's visualize_attention (examples/visualize_attention.cpp) as SVG
 // and PNG. Weights [P, rows, cols] draw as P panels side by side (P heads of [Lq, Lk] weights,
 // or P vision maps [H, W]); a rank-2 map is one panel. Colors follow matplotlib's "Blues" on one
 // scale from 0 to the largest weight of all panels, so panels compare and one color bar

@@ -45,7 +45,7 @@ concept ScorePolicy = requires(const P& p, const TensorView<const T, 4>& q, cons
 
 /// scale · qᵀk, with scale = 1/sqrt(d) unless given.
 struct ScaledDot {
-  std::optional<double> scale;
+  std::optional<double> scale = std::nullopt;  ///< 1/sqrt(d) when not given
 
   void check(const Shape<4>& q, const Shape<4>& k) const { detail::check_same_depth(q, k, "ScaledDot"); }
 

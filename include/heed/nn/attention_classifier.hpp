@@ -1,5 +1,6 @@
 #pragma once
-// AttentionClassifier (seed 000 §6.1): token ids → logits, with attention pooling.
+// AttentionClassifier (the tutorial's classifier, in PyTorch in examples/train/common.py): token ids → logits, with
+// attention pooling.
 //   x = embedding(ids) · sqrt(E) + PE;  x = transformer(x, padding = (ids == 0))
 //   pooled, weights = attn_pool(x, padding);  logits = classifier.3(gelu(classifier.0(pooled)))
 // State dict: embedding.weight, pos_encoding.pe (optional: heed computes the same table),

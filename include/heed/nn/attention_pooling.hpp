@@ -1,5 +1,6 @@
 #pragma once
-// AttentionPooling (seed 000 §6.1): one learned scoring vector turns a sequence into one vector.
+// AttentionPooling (the tutorial's attn_pool; AttentionClassifier in examples/train/common.py): one learned scoring
+// vector turns a sequence into one vector.
 //   scores = x w + b  [B, L];  padding → -inf;  weights = softmax_L(scores);  pooled = weights · x
 // That is attention with the fixed query w against keys = values = x (b shifts every score
 // alike), so it runs on heed's driver. State dict: `0.weight` [1, E], `0.bias` [1]
@@ -38,6 +39,11 @@ class AttentionPooling {
   template <WeightSource S>
   void load(const Loader<S>& from) {
     score_.load(from.child("0."));
+  }
+  /// load(Loader) from `source` under `prefix` (strict: unused names under it are an error).
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    load_module(*this, source, prefix, load_options);
   }
 
   /// x [B, L, E], padding [B, L] (true = ignore; may be empty). A row with every position

@@ -17,7 +17,7 @@ namespace heed::nn {
 struct EmbeddingOptions {
   index_t num_embeddings = 0;
   index_t embedding_dim = 0;
-  std::optional<index_t> padding_idx;
+  std::optional<index_t> padding_idx = std::nullopt;  ///< its row starts at zero
   std::uint64_t seed = 0;
 };
 
@@ -38,6 +38,11 @@ class Embedding {
   template <WeightSource S>
   void load(const Loader<S>& from) {
     weight_ = from.template take<Scalar, 2>("weight", {options_.num_embeddings, options_.embedding_dim});
+  }
+  /// load(Loader) from `source` under `prefix` (strict: unused names under it are an error).
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    load_module(*this, source, prefix, load_options);
   }
 
   /// ids [B, L] (any integer type) → [B, L, dim], each row scaled by `scale`.

@@ -1,5 +1,5 @@
 #pragma once
-// Positional encodings (seed 000 §3.3). Sinusoidal (Vaswani et al. 2017):
+// Positional encodings (PositionalEncoding in examples/train/common.py). Sinusoidal (Vaswani et al. 2017):
 //   PE[pos, 2i] = sin(pos / 10000^(2i/d)),  PE[pos, 2i+1] = cos(pos / 10000^(2i/d))
 // computed as the seed does (div_term = exp(2i · -ln(10000)/d), in float), so the buffer `pe`
 // [1, max_len, d] matches the seed's to the last bit where libm agrees; `load` can also take
@@ -43,6 +43,11 @@ class PositionalEncoding {
   template <WeightSource S>
   void load(const Loader<S>& from) {
     if (from.has("pe")) pe_ = from.template take<Scalar, 3>("pe", {1, options_.max_len, options_.d_model});
+  }
+  /// load(Loader) from `source` under `prefix` (strict: unused names under it are an error).
+  template <WeightSource S>
+  void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
+    load_module(*this, source, prefix, load_options);
   }
 
   /// x [B, L, d] + pe[:, :L] (dropout is the identity at inference).

@@ -110,7 +110,8 @@ class Loader {
   [[nodiscard]] Tensor<Scalar, Rank> take(std::string_view name, const Shape<Rank>& expected) const {
     const std::string full = prefix_ + std::string(name);
     if (!source_->contains(full))
-      throw FormatError("heed::nn: missing parameter \"" + full + "\" (expected shape " + to_string(expected) + ")");
+      throw FormatError("heed::nn: missing parameter \"" + full + "\" (expected shape " + to_string(expected) + ")" +
+                        closest_names(full));
     Tensor<Scalar, Rank> t;
     try {
       t = source_->template get<Scalar, Rank>(full);
@@ -135,6 +136,48 @@ class Loader {
   }
 
  private:
+  // "; closest in the source: ..." — the names that share the longest run of trailing
+  // dot-separated parts with `wanted` (at least its last one), and the prefix they differ in,
+  // so that a wrong prefix names the right one. Empty when nothing shares the last part.
+  std::string closest_names(const std::string& wanted) const {
+    const auto parts = [](std::string_view s) {
+      std::vector<std::string_view> out;
+      for (std::size_t begin = 0;;) {
+        const std::size_t dot = s.find('.', begin);
+        out.push_back(s.substr(begin, dot == std::string_view::npos ? std::string_view::npos : dot - begin));
+        if (dot == std::string_view::npos) return out;
+        begin = dot + 1;
+      }
+    };
+    const auto want = parts(wanted);
+    std::size_t best = 0;
+    std::vector<std::string> matches;
+    for (const std::string& name : source_->names()) {
+      const auto have = parts(name);
+      std::size_t common = 0;
+      while (common < have.size() && common < want.size() &&
+             have[have.size() - 1 - common] == want[want.size() - 1 - common])
+        ++common;
+      if (common == 0 || common < best) continue;
+      if (common > best) matches.clear();
+      best = common;
+      matches.push_back(name);
+    }
+    if (matches.empty()) return "";
+    std::string text = "; closest in the source: ";
+    constexpr std::size_t shown = 3;
+    for (std::size_t i = 0; i < std::min(shown, matches.size()); ++i) text += (i ? ", \"" : "\"") + matches[i] + "\"";
+    if (matches.size() > shown) text += " and " + std::to_string(matches.size() - shown) + " more";
+    // what precedes the shared tail of `best` parts: the prefix the caller probably meant
+    std::size_t tail = best - 1;
+    for (std::size_t i = 0; i < best; ++i) tail += want[want.size() - 1 - i].size();
+    const std::string& first = matches.front();
+    if (best >= 2 && best < want.size())
+      text += " (\"" + first.substr(0, first.size() - tail) + "\" where \"" + wanted.substr(0, wanted.size() - tail) +
+              "\" was asked)";
+    return text;
+  }
+
   const Source* source_;
   std::string prefix_;
   LoadOptions options_;

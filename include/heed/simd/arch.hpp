@@ -97,6 +97,12 @@ using target_isa = avx512_isa;
 using target_isa = avx2_isa;
 #else
 using target_isa = generic_isa;
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(HEED_ALLOW_BASELINE_ISA)
+// A user's build without -march=native (or x86-64-v3/v4) runs heed's kernels on SSE2, several
+// times slower (README, "Use it"): say so once per translation unit rather than be slow silently.
+#pragma message( \
+    "heed: compiled for baseline x86-64 (no AVX2/FMA), so its kernels use SSE2 and run several times slower; compile with -march=native or -march=x86-64-v3 (or define HEED_ALLOW_BASELINE_ISA to silence this)")
+#endif
 #endif
 
 #if defined(HEED_SIMD_SCALAR)

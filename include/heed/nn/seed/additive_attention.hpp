@@ -1,5 +1,6 @@
 #pragma once
-// seed::AdditiveAttention: seed 002's Bahdanau attention module. One query [B, h] against keys
+// seed::AdditiveAttention: the second tutorial's Bahdanau attention module
+// (seed002_scores in tests/golden/generate.py). One query [B, h] against keys
 // [B, L, h]:  weights = softmax_L(score(tanh(query_proj(q) + key_proj(k))))   [B, L]
 // State dict: query_proj.*, key_proj.* (nn.Linear(h, h)), score.* (nn.Linear(h, 1)). It runs on
 // heed's driver with the Additive score policy; the context (the weighted sum of the keys)

@@ -1,8 +1,8 @@
 #pragma once
-// seed::CrossAttention: seed 000's cross-attention (§3.2): Q from the target sequence, K and V
-// from the source, so Lq ≠ Lk. State dict: w_q, w_k, w_v, out_proj. The seed's optional mask
-// hides keys where mask == 0 (with -inf): heed's mask::Allowed. A fully masked row is NaN in
-// PyTorch; heed gives zeros unless MaskedRows::nan is asked for.
+// seed::CrossAttention: the tutorial's cross-attention (SeedProjected in tests/golden/generate.py): Q from the target
+// sequence, K and V from the source, so Lq ≠ Lk. State dict: w_q, w_k, w_v, out_proj. The seed's optional mask hides
+// keys where mask == 0 (with -inf): heed's mask::Allowed. A fully masked row is NaN in PyTorch; heed gives zeros unless
+// MaskedRows::nan is asked for.
 
 #include <string>
 

@@ -1,5 +1,6 @@
 #pragma once
-// seed::MultiHeadAttention: seed 000's own multi-head attention class (§2.1), not
+// seed::MultiHeadAttention: the tutorial's own multi-head attention class
+// (SeedMultiHeadAttention in tests/golden/generate.py), not
 // torch.nn.MultiheadAttention (that is heed::nn::MultiheadAttention). State dict: w_q, w_k, w_v,
 // w_o (nn.Linear each). Its mask ([B, 1, 1, Lk] or [B, 1, Lq, Lk], 1 = keep) is applied as the
 // seed applies it, masked_fill(mask == 0, -1e9): a bias of -1e9, so even a fully masked row

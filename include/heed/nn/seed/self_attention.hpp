@@ -1,7 +1,8 @@
 #pragma once
-// seed::SelfAttention: seed 000's multi-head self-attention with an optional causal mask
-// (§3.1). Q, K and V all come from x. State dict: w_q, w_k, w_v, out_proj. `causal` hides
-// future positions with -inf (torch.triu(..., diagonal=1)), as the seed does.
+// seed::SelfAttention: the tutorial's multi-head self-attention with an optional causal mask
+// (its PyTorch class: SeedProjected in tests/golden/generate.py; docs/design.md names the seeds). Q, K and V all come
+// from x. State dict: w_q, w_k, w_v, out_proj. `causal` hides future positions with -inf (torch.triu(..., diagonal=1)),
+// as the seed does.
 
 #include <string>
 

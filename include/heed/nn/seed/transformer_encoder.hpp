@@ -1,6 +1,6 @@
 #pragma once
-// seed::TransformerEncoderLayer and seed::TransformerEncoder: seed 000's own pre-norm encoder
-// (§5.1), on the same forward pass as torch's TransformerEncoder:
+// seed::TransformerEncoderLayer and seed::TransformerEncoder: the tutorial's own pre-norm encoder
+// (SeedEncoder in tests/golden/generate.py), on the same forward pass as torch's TransformerEncoder:
 //   x = x + self_attn(norm1(x)); x = x + ffn(norm2(x)), ffn = Linear, GELU, Dropout, Linear
 //   encoder: the layers, then final_norm
 // State dict: self_attn.* (nn.MultiheadAttention), ffn.0.*, ffn.3.*, norm1.*, norm2.*; the

@@ -1,5 +1,6 @@
 #pragma once
-// CBAM (seed 000 §4.3; Woo et al. 2018): channel attention, then spatial attention on the
+// CBAM (Woo et al. 2018, https://arxiv.org/abs/1807.06521; the tutorial's CBAM is in
+// examples/train/common.py): channel attention, then spatial attention on the
 // channel-attended tensor:
 //   ca = sigmoid(W2 relu(W1 avgpool(x)))            [B, C]
 //   sa = sigmoid(conv([mean_c(x·ca), max_c(x·ca)]))  [B, 1, H, W]

@@ -1,5 +1,6 @@
 #pragma once
-// SEBlock: squeeze-and-excitation channel attention (seed 000 §4.1).
+// SEBlock: squeeze-and-excitation channel attention (Hu et al. 2018,
+// https://arxiv.org/abs/1709.01507; the tutorial's SEBlock is in tests/golden/generate.py).
 //   y = x · sigmoid(W2 relu(W1 avgpool(x)))       x, y [B, C, H, W]
 // Loads the seed's state_dict (excitation.0.weight [C/r, C], excitation.2.weight [C, C/r])
 // or torchvision's SqueezeExcitation (fc1.weight/bias, fc2.weight/bias as 1×1 convolutions).

@@ -1,6 +1,7 @@
 #pragma once
-// SpatialAttention (seed 000 §4.2): y = x · sigmoid(conv([mean_c x, max_c x])), the map
-// broadcast over channels. One pass to reduce over channels, a k×k convolution on a 2-channel
+// SpatialAttention (Woo et al. 2018; the tutorial's is in tests/golden/generate.py):
+//   y = x · sigmoid(conv([mean_c x, max_c x])), the map broadcast over channels. One pass to reduce over channels, a
+//   k×k convolution on a 2-channel
 // map, one pass to scale. State dict: conv.weight [1, 2, k, k].
 
 #include <string>

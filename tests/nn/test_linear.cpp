@@ -1,0 +1,115 @@
+// nn::Linear against the double reference (tests/reference/nn.hpp): odd feature counts that
+// leave partial GEMM tiles, leading dimensions, strided inputs, with and without bias, the fused
+// activations, the residual forms, loading and bad input.
+#include <gtest/gtest.h>
+
+#include "heed/core/random.hpp"
+#include "heed/nn/linear.hpp"
+#include "reference/nn.hpp"
+#include "reference/softmax.hpp"
+#include "support/compare.hpp"
+
+namespace {
+
+using heed::index_t;
+using heed::Tensor;
+using heed::nn::Activation;
+using heed::nn::Linear;
+
+template <class T>
+constexpr heed::test::Tolerance tol() {
+  if constexpr (sizeof(T) == 8)
+    return {1e-11, 1e-12};
+  else
+    return {1e-4, 1e-5};
+}
+
+template <class T>
+class LinearVsReference : public ::testing::Test {};
+using Scalars = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(LinearVsReference, Scalars);
+
+TYPED_TEST(LinearVsReference, EveryShapeWithAndWithoutBias) {
+  using T = TypeParam;
+  for (index_t in : {1, 7, 64, 200})
+    for (index_t out : {1, 5, 33, 96})
+      for (bool bias : {true, false}) {
+        SCOPED_TRACE(testing::Message() << "in " << in << " out " << out << " bias " << bias);
+        Linear<T> lin({.in_features = in, .out_features = out, .bias = bias, .seed = 3});
+        const auto x = heed::randn<T>({2, 13, in}, static_cast<std::uint64_t>(in + out));
+        const auto y = lin(x);
+        ASSERT_EQ(y.shape(), (heed::Shape<3>{2, 13, out}));
+        const auto expected =
+            heed::reference::linear(heed::reference::to_double(x.view().reshape(heed::Shape<2>{26, in})),
+                                    heed::reference::to_double(lin.weight()), heed::reference::to_double(lin.bias()));
+        EXPECT_TRUE(heed::test::all_close(y.view().reshape(heed::Shape<2>{26, out}), expected, tol<T>()));
+      }
+}
+
+TYPED_TEST(LinearVsReference, StridedInputIsReadAsItsElements) {
+  using T = TypeParam;
+  const Linear<T> lin({.in_features = 9, .out_features = 4, .seed = 1});
+  const auto xt = heed::randn<T>({9, 11}, 2);  // x = xtᵀ: [11, 9], strided
+  const auto y = lin(xt.view().transpose(0, 1));
+  const auto expected =
+      heed::reference::linear(heed::reference::to_double(xt.view().transpose(0, 1)),
+                              heed::reference::to_double(lin.weight()), heed::reference::to_double(lin.bias()));
+  EXPECT_TRUE(heed::test::all_close(y, expected, tol<T>()));
+}
+
+TYPED_TEST(LinearVsReference, FusedActivationsAndResidualForms) {
+  using T = TypeParam;
+  const Linear<T> lin({.in_features = 70, .out_features = 50, .seed = 4});
+  const auto x = heed::randn<T>({37, 70}, 5);
+  const auto plain = heed::reference::linear(heed::reference::to_double(x), heed::reference::to_double(lin.weight()),
+                                             heed::reference::to_double(lin.bias()));
+  const std::pair<Activation, double (*)(double)> cases[] = {{Activation::relu, heed::reference::relu},
+                                                             {Activation::gelu, heed::reference::gelu},
+                                                             {Activation::gelu_tanh, heed::reference::gelu_tanh}};
+  for (const auto& [activation, f] : cases) {
+    Tensor<T, 2> y({37, 50});
+    lin.rows(x, y.view(), activation);
+    Tensor<double, 2> expected(plain);
+    for (index_t i = 0; i < expected.numel(); ++i) expected.data()[i] = f(expected.data()[i]);
+    EXPECT_TRUE(heed::test::all_close(y, expected, tol<T>())) << static_cast<int>(activation);
+  }
+  // out += x Wᵀ + b, and out = skip + x Wᵀ + b with skip untouched
+  const auto start = heed::randn<T>({37, 50}, 6);
+  Tensor<T, 2> acc(start);
+  lin.rows_add(x, acc.view());
+  Tensor<T, 2> fresh({37, 50});
+  lin.rows_add(x, start.data(), fresh.view());
+  Tensor<double, 2> expected(plain);
+  for (index_t i = 0; i < expected.numel(); ++i) expected.data()[i] += static_cast<double>(start.data()[i]);
+  EXPECT_TRUE(heed::test::all_close(acc, expected, tol<T>()));
+  EXPECT_TRUE(heed::test::all_close(fresh, expected, tol<T>()));
+}
+
+TEST(Linear, LoadsTorchsNamesAndChecksShapes) {
+  heed::nn::TensorDict d;
+  const auto w = heed::randn<float>({3, 5}, 1);
+  const auto b = heed::randn<float>({3}, 2);
+  d.set("fc.weight", w).set("fc.bias", b);
+  Linear<float> lin({.in_features = 5, .out_features = 3});
+  lin.load(d, "fc.", {.strict = true});
+  EXPECT_TRUE(heed::test::all_close(lin.weight(), w, {0, 0}));
+  EXPECT_TRUE(heed::test::all_close(lin.bias(), b, {0, 0}));
+  const auto x = heed::randn<float>({4, 5}, 3);
+  const auto expected = heed::reference::linear(heed::reference::to_double(x), heed::reference::to_double(w),
+                                                heed::reference::to_double(b));
+  EXPECT_TRUE(heed::test::all_close(lin(x), expected, {1e-5, 1e-6}));  // the packed copy was rebuilt
+
+  Linear<float> wide({.in_features = 6, .out_features = 3});
+  EXPECT_THROW(wide.load(d, "fc."), heed::ShapeError);
+  Linear<float> no_bias({.in_features = 5, .out_features = 3, .bias = false});
+  EXPECT_THROW(no_bias.load(d, "fc.", {.strict = true}), heed::FormatError);  // fc.bias unused
+  EXPECT_THROW(Linear<float>({.in_features = 0, .out_features = 3}), heed::ShapeError);
+  try {
+    (void)lin(heed::randn<float>({4, 6}, 4));
+    FAIL();
+  } catch (const heed::ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("expects 5 input features, got x [4, 6]"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

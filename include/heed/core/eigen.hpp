@@ -11,6 +11,7 @@
 
 namespace heed {
 
+/// The Eigen::Map that as_matrix returns: row-major, with both strides dynamic.
 template <class Scalar>
 using MatrixMap =
     Eigen::Map<std::conditional_t<
@@ -26,11 +27,13 @@ template <class Scalar>
                            Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(view.stride(0), view.stride(1)));
 }
 
+/// A rank-2 tensor as an Eigen matrix, sharing its storage.
 template <class Scalar>
 [[nodiscard]] MatrixMap<Scalar> as_matrix(Tensor<Scalar, 2>& tensor) noexcept {
   return as_matrix(tensor.view());
 }
 
+/// A read-only rank-2 tensor as a read-only Eigen matrix.
 template <class Scalar>
 [[nodiscard]] MatrixMap<const Scalar> as_matrix(const Tensor<Scalar, 2>& tensor) noexcept {
   return as_matrix(tensor.view());

@@ -12,6 +12,7 @@ namespace heed {
 class Error {
  public:
   virtual ~Error() = default;
+  /// The message: what went wrong, with the shapes, names or file involved.
   [[nodiscard]] virtual const char* what() const noexcept = 0;
 
  protected:

@@ -16,19 +16,23 @@
 
 namespace heed {
 
+/// A zero-filled tensor of `shape` (the same as Tensor(shape)).
 template <class Scalar, std::size_t Rank>
 [[nodiscard]] Tensor<Scalar, Rank> zeros(const Shape<Rank>& shape) {
   return Tensor<Scalar, Rank>(shape);
 }
+/// zeros() of a braced shape: `heed::zeros<float>({2, 3})`.
 template <class Scalar, std::size_t Rank>
 [[nodiscard]] Tensor<Scalar, Rank> zeros(const index_t (&shape)[Rank]) {
   return Tensor<Scalar, Rank>(std::to_array(shape));
 }
 
+/// A tensor of `shape` with every element `value`.
 template <class Scalar, std::size_t Rank>
 [[nodiscard]] Tensor<Scalar, Rank> full(const Shape<Rank>& shape, Scalar value) {
   return Tensor<Scalar, Rank>(shape, value);
 }
+/// full() of a braced shape: `heed::full<float>({2, 3}, 1.0f)`.
 template <class Scalar, std::size_t Rank>
 [[nodiscard]] Tensor<Scalar, Rank> full(const index_t (&shape)[Rank], Scalar value) {
   return Tensor<Scalar, Rank>(std::to_array(shape), value);
@@ -44,6 +48,7 @@ template <class Scalar, std::size_t Rank>
   for (index_t i = 0; i < t.numel(); ++i) p[i] = static_cast<Scalar>(static_cast<double>(lo) + span * gen.uniform());
   return t;
 }
+/// uniform() of a braced shape.
 template <class Scalar, std::size_t Rank>
 [[nodiscard]] Tensor<Scalar, Rank> uniform(const index_t (&shape)[Rank], Scalar lo, Scalar hi, std::uint64_t seed) {
   return uniform<Scalar, Rank>(std::to_array(shape), lo, hi, seed);
@@ -65,6 +70,7 @@ template <class Scalar, std::size_t Rank>
   }
   return t;
 }
+/// randn() of a braced shape: `heed::randn<float>({2, 8, 128, 64}, 0)`.
 template <class Scalar, std::size_t Rank>
 [[nodiscard]] Tensor<Scalar, Rank> randn(const index_t (&shape)[Rank], std::uint64_t seed) {
   return randn<Scalar, Rank>(std::to_array(shape), seed);

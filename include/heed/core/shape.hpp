@@ -8,8 +8,10 @@
 
 namespace heed {
 
+/// Extents, strides and indices: signed, like Eigen::Index.
 using index_t = std::ptrdiff_t;
 
+/// The extents of a Rank-dimensional tensor, outermost first.
 template <std::size_t Rank>
 using Shape = std::array<index_t, Rank>;
 

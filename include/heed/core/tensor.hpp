@@ -22,16 +22,18 @@ namespace heed {
 /// Tag for a Tensor whose elements are left uninitialized, for outputs a kernel overwrites
 /// entirely (zero-filling them first would cost one more pass over memory).
 struct Uninitialized {};
+/// The tag value: `Tensor<float, 2> t({m, n}, heed::uninitialized);`.
 inline constexpr Uninitialized uninitialized{};
 
+/// An owning, row-major, 64-byte-aligned tensor of Rank dimensions (see the top of this file).
 template <class Scalar, std::size_t Rank>
 class Tensor {
   static_assert(std::is_arithmetic_v<Scalar> && !std::is_const_v<Scalar>, "Tensor holds non-const arithmetic scalars");
   static_assert(Rank >= 1, "a Tensor has at least one dimension");
 
  public:
-  using value_type = Scalar;
-  static constexpr std::size_t rank = Rank;
+  using value_type = Scalar;                 ///< the element type
+  static constexpr std::size_t rank = Rank;  ///< the number of dimensions
 
   /// An empty tensor: every extent 0, no storage.
   Tensor() = default;
@@ -65,16 +67,22 @@ class Tensor {
   }
   ~Tensor() = default;
 
+  /// The extents, outermost first.
   [[nodiscard]] const Shape<Rank>& shape() const noexcept { return shape_; }
+  /// The extent of dimension `dim` (< Rank).
   [[nodiscard]] index_t size(std::size_t dim) const noexcept {
     HEED_ASSERT(dim < Rank);
     return shape_[dim];
   }
+  /// The number of elements.
   [[nodiscard]] index_t numel() const noexcept { return heed::numel(shape_); }
+  /// True when the tensor holds no element.
   [[nodiscard]] bool empty() const noexcept { return numel() == 0; }
+  /// The first element (nullptr when empty); the rest follow in row-major order.
   [[nodiscard]] Scalar* data() noexcept { return data_.get(); }
   [[nodiscard]] const Scalar* data() const noexcept { return data_.get(); }
 
+  /// A view of the whole tensor (what every function taking a TensorView receives).
   [[nodiscard]] TensorView<Scalar, Rank> view() noexcept { return {data(), shape_}; }
   [[nodiscard]] TensorView<const Scalar, Rank> view() const noexcept { return {data(), shape_}; }
   operator TensorView<Scalar, Rank>() noexcept { return view(); }              // NOLINT
@@ -129,6 +137,7 @@ template <class Scalar, std::size_t Rank>
 [[nodiscard]] TensorView<const Scalar, Rank> as_view(const Tensor<Scalar, Rank>& t) noexcept {
   return t.view();
 }
+/// The read-only form of a view.
 template <class Scalar, std::size_t Rank>
 [[nodiscard]] TensorView<const std::remove_const_t<Scalar>, Rank> as_view(const TensorView<Scalar, Rank>& v) noexcept {
   return v;
@@ -148,9 +157,11 @@ template <class Scalar, std::size_t Rank>
 template <class T>
 concept TensorLike = detail::tensor_traits<std::remove_cvref_t<T>>::is_tensor;
 
+/// The element type of a Tensor or TensorView (without const).
 template <TensorLike T>
 using scalar_of = typename detail::tensor_traits<std::remove_cvref_t<T>>::scalar;
 
+/// The rank of a Tensor or TensorView.
 template <TensorLike T>
 inline constexpr std::size_t rank_of = detail::tensor_traits<std::remove_cvref_t<T>>::rank;
 

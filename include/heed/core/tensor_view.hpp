@@ -17,15 +17,16 @@
 
 namespace heed {
 
+/// A non-owning, strided view of Rank-dimensional data (see the top of this file).
 template <class Scalar, std::size_t Rank>
 class TensorView {
   static_assert(Rank >= 1, "a TensorView has at least one dimension");
   static_assert(std::is_arithmetic_v<std::remove_const_t<Scalar>>, "TensorView holds arithmetic scalars");
 
  public:
-  using value_type = std::remove_const_t<Scalar>;
-  using element_type = Scalar;
-  static constexpr std::size_t rank = Rank;
+  using value_type = std::remove_const_t<Scalar>;  ///< the element type without const
+  using element_type = Scalar;                     ///< the element type as viewed (const for read-only views)
+  static constexpr std::size_t rank = Rank;        ///< the number of dimensions
 
   TensorView() = default;
 
@@ -44,18 +45,25 @@ class TensorView {
   noexcept  // NOLINT(google-explicit-constructor)
       : data_(other.data()), shape_(other.shape()), strides_(other.strides()) {}
 
+  /// The element at index (0, ..., 0).
   [[nodiscard]] Scalar* data() const noexcept { return data_; }
+  /// The extents, outermost first.
   [[nodiscard]] const Shape<Rank>& shape() const noexcept { return shape_; }
+  /// The distance between neighbours along each dimension, in elements.
   [[nodiscard]] const Shape<Rank>& strides() const noexcept { return strides_; }
+  /// The extent of dimension `dim` (< Rank).
   [[nodiscard]] index_t size(std::size_t dim) const noexcept {
     HEED_ASSERT(dim < Rank);
     return shape_[dim];
   }
+  /// The stride of dimension `dim` (< Rank), in elements.
   [[nodiscard]] index_t stride(std::size_t dim) const noexcept {
     HEED_ASSERT(dim < Rank);
     return strides_[dim];
   }
+  /// The number of elements.
   [[nodiscard]] index_t numel() const noexcept { return heed::numel(shape_); }
+  /// True when the view has no element.
   [[nodiscard]] bool empty() const noexcept { return numel() == 0; }
   /// True for a default-constructed view: how optional tensor arguments say "not given"
   /// (a given view may still be empty, e.g. [B, 0]).

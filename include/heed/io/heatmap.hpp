@@ -27,6 +27,7 @@
 
 namespace heed::io {
 
+/// How a heatmap is labelled and laid out.
 struct HeatmapOptions {
   std::string title{};                      ///< drawn above the panels (SVG)
   std::vector<std::string> x_labels{};      ///< one per column (keys), or none

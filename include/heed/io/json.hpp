@@ -18,10 +18,12 @@
 
 namespace heed::io {
 
+/// A parsed JSON value (null, bool, number, string, array, object), as heed's file formats need it:
+/// numbers keep their text, so 64-bit integers are exact; objects keep their keys in document order.
 class Json {
  public:
-  using Array = std::vector<Json>;
-  using Object = std::vector<std::pair<std::string, Json>>;  // in document order
+  using Array = std::vector<Json>;                           ///< a JSON array
+  using Object = std::vector<std::pair<std::string, Json>>;  ///< a JSON object, in document order
 
   /// A number keeps its text, so integers convert exactly.
   struct Number {
@@ -29,6 +31,7 @@ class Json {
   };
 
   Json() = default;
+  /// A value of each kind.
   explicit Json(std::nullptr_t) {}
   explicit Json(bool b) : value_(b) {}
   explicit Json(Number n) : value_(std::move(n)) {}
@@ -39,6 +42,7 @@ class Json {
   /// Parses one JSON document; `what` names it in error messages.
   static Json parse(std::string_view text, std::string_view what = "JSON");
 
+  /// What kind of value this is.
   [[nodiscard]] bool is_null() const noexcept { return std::holds_alternative<std::monostate>(value_); }
   [[nodiscard]] bool is_bool() const noexcept { return std::holds_alternative<bool>(value_); }
   [[nodiscard]] bool is_number() const noexcept { return std::holds_alternative<Number>(value_); }
@@ -46,6 +50,7 @@ class Json {
   [[nodiscard]] bool is_array() const noexcept { return std::holds_alternative<std::shared_ptr<Array>>(value_); }
   [[nodiscard]] bool is_object() const noexcept { return std::holds_alternative<std::shared_ptr<Object>>(value_); }
 
+  /// The value as one kind; FormatError when it is another.
   [[nodiscard]] bool as_bool() const { return get<bool>("a boolean"); }
   [[nodiscard]] const std::string& as_string() const { return get<std::string>("a string"); }
   [[nodiscard]] const Array& as_array() const { return *get<std::shared_ptr<Array>>("an array"); }

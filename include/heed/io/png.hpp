@@ -57,11 +57,13 @@ struct RgbImage {
       std::copy(fill.begin(), fill.end(), pixels.begin() + static_cast<std::ptrdiff_t>(i));
   }
 
+  /// Colors pixel (x, y); x < width, y < height.
   void set(int x, int y, std::array<std::uint8_t, 3> rgb) {
     const std::size_t at =
         (static_cast<std::size_t>(y) * static_cast<std::size_t>(width) + static_cast<std::size_t>(x)) * 3;
     std::copy(rgb.begin(), rgb.end(), pixels.begin() + static_cast<std::ptrdiff_t>(at));
   }
+  /// Colors the w × h rectangle from (x0, y0), clipped to the image.
   void fill_rect(int x0, int y0, int w, int h, std::array<std::uint8_t, 3> rgb) {
     for (int y = std::max(0, y0); y < std::min(height, y0 + h); ++y)
       for (int x = std::max(0, x0); x < std::min(width, x0 + w); ++x) set(x, y, rgb);

@@ -47,14 +47,17 @@
 
 namespace heed::io {
 
+/// The element types of the safetensors format, by the names its header uses.
 enum class DType { BOOL, U8, I8, I16, U16, F16, BF16, I32, U32, F32, I64, U64, F64 };
 
+/// "F32", "BF16", ...: the dtype as a safetensors header spells it.
 [[nodiscard]] inline std::string_view dtype_name(DType t) noexcept {
   constexpr std::string_view names[] = {"BOOL", "U8",  "I8",  "I16", "U16", "F16", "BF16",
                                         "I32",  "U32", "F32", "I64", "U64", "F64"};
   return names[static_cast<int>(t)];
 }
 
+/// Bytes per element.
 [[nodiscard]] inline std::size_t dtype_size(DType t) noexcept {
   switch (t) {
     case DType::BOOL:
@@ -99,6 +102,7 @@ template <class Scalar>
     static_assert(sizeof(Scalar) == 0, "no safetensors dtype for this scalar");
 }
 
+/// One tensor of a safetensors file: its name, dtype, shape and byte range in the data section.
 struct TensorInfo {
   std::string name;
   DType dtype = DType::F32;
@@ -174,13 +178,17 @@ class SafeTensors {
     return it == metadata_.end() ? std::move(fallback) : it->second;
   }
 
+  /// The path (or the origin given to from_bytes) that error messages name.
   [[nodiscard]] const std::string& origin() const noexcept { return origin_; }
   /// Every tensor, in the order of their data.
   [[nodiscard]] const std::vector<TensorInfo>& tensors() const noexcept { return tensors_; }
+  /// Every __metadata__ entry.
   [[nodiscard]] const std::map<std::string, std::string>& metadata() const noexcept { return metadata_; }
 
+  /// True when the file holds a tensor of this name.
   [[nodiscard]] bool contains(std::string_view name) const noexcept { return find(name) != nullptr; }
 
+  /// The tensors' names, sorted.
   [[nodiscard]] std::vector<std::string> names() const {
     std::vector<std::string> out;
     out.reserve(tensors_.size());
@@ -217,6 +225,7 @@ class SafeTensors {
     return out;
   }
 
+  /// "[2, 3]": a shape as error messages print it.
   [[nodiscard]] static std::string shape_text(const std::vector<index_t>& shape) {
     std::string s = "[";
     for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -379,6 +388,7 @@ class SafeTensorsWriter {
     return *this;
   }
 
+  /// The file's bytes: header (names sorted, data aligned to 8 bytes), then the data.
   [[nodiscard]] std::vector<std::byte> to_bytes() const {
     std::vector<const Entry*> sorted;
     for (const auto& e : entries_) sorted.push_back(&e);
@@ -415,6 +425,7 @@ class SafeTensorsWriter {
     return out;
   }
 
+  /// Writes to_bytes() to `path`; IoError when the file cannot be written.
   void write(const std::filesystem::path& path) const {
     const std::vector<std::byte> bytes = to_bytes();
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

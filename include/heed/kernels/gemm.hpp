@@ -53,6 +53,7 @@ class PackedMatrix {
   [[nodiscard]] index_t rows() const noexcept { return n_; }
   /// k: the depth of the product.
   [[nodiscard]] index_t cols() const noexcept { return k_; }
+  /// True for a default-constructed (or 0 × k) matrix.
   [[nodiscard]] bool empty() const noexcept { return data_.empty(); }
   /// Panel p from depth k0 on: (k - k0) × NR values.
   [[nodiscard]] const T* panel(index_t p, index_t k0) const noexcept {

@@ -9,12 +9,14 @@
 
 namespace heed::nn {
 
+/// The activations of the Transformer feed-forward block, with torch.nn's definitions.
 enum class Activation {
   relu,       ///< torch.nn.ReLU / F.relu
   gelu,       ///< torch.nn.GELU(): x/2 (1 + erf(x/√2)) — TransformerEncoderLayer's "gelu"
   gelu_tanh,  ///< torch.nn.GELU(approximate="tanh")
 };
 
+/// x[i] = a(x[i]) for n contiguous values, vectorized (simd/vector_ops.hpp).
 template <class T>
 void apply_activation(Activation a, T* x, index_t n) noexcept {
   switch (a) {

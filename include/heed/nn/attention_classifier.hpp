@@ -27,6 +27,7 @@
 
 namespace heed::nn {
 
+/// The constructor options of AttentionClassifier, with the seed's names.
 struct AttentionClassifierOptions {
   index_t vocab_size = 0;
   index_t embed_dim = 0;
@@ -38,12 +39,14 @@ struct AttentionClassifierOptions {
   std::uint64_t seed = 0;
 };
 
+/// What AttentionClassifier returns.
 template <class Scalar>
 struct ClassifierResult {
   Tensor<Scalar, 2> logits;   ///< [B, num_classes]
   Tensor<Scalar, 2> weights;  ///< [B, L], the attention-pooling weights
 };
 
+/// The seed's attention-pooling text classifier: see the top of this file.
 template <class Scalar = float>
 class AttentionClassifier {
  public:

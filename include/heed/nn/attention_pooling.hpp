@@ -19,17 +19,20 @@
 
 namespace heed::nn {
 
+/// The constructor options of AttentionPooling.
 struct AttentionPoolingOptions {
   index_t embed_dim = 0;
   std::uint64_t seed = 0;
 };
 
+/// What AttentionPooling returns.
 template <class Scalar>
 struct AttentionPoolingResult {
   Tensor<Scalar, 2> pooled;   ///< [B, E]
   Tensor<Scalar, 2> weights;  ///< [B, L]
 };
 
+/// Attention pooling with one learned scoring vector: see the top of this file.
 template <class Scalar = float>
 class AttentionPooling {
  public:

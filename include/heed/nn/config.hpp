@@ -16,6 +16,7 @@
 
 namespace heed::nn {
 
+/// A module's options read from a safetensors file's "heed.config" metadata (see the top of this file).
 class ModuleConfig {
  public:
   /// The config of `module` in the file's metadata. FormatError if the file names another

@@ -13,6 +13,7 @@
 
 namespace heed::nn {
 
+/// The constructor options of nn::Conv2d, with torch.nn.Conv2d's names.
 struct Conv2dOptions {
   index_t in_channels = 0;
   index_t out_channels = 0;
@@ -23,6 +24,7 @@ struct Conv2dOptions {
   std::uint64_t seed = 0;
 };
 
+/// torch.nn.Conv2d: see the top of this file.
 template <class Scalar = float>
 class Conv2d {
  public:

@@ -14,6 +14,7 @@
 
 namespace heed::nn {
 
+/// The constructor options of Embedding, with torch.nn.Embedding's names.
 struct EmbeddingOptions {
   index_t num_embeddings = 0;
   index_t embedding_dim = 0;
@@ -21,6 +22,7 @@ struct EmbeddingOptions {
   std::uint64_t seed = 0;
 };
 
+/// torch.nn.Embedding: see the top of this file.
 template <class Scalar = float>
 class Embedding {
  public:

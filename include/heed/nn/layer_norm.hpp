@@ -11,12 +11,14 @@
 
 namespace heed::nn {
 
+/// The constructor options of LayerNorm, with torch.nn.LayerNorm's names (one normalized dimension).
 struct LayerNormOptions {
   index_t normalized_shape = 0;  ///< the last dimension
   double eps = 1e-5;
   bool elementwise_affine = true;
 };
 
+/// torch.nn.LayerNorm over the last dimension: see the top of this file.
 template <class Scalar = float>
 class LayerNorm {
  public:

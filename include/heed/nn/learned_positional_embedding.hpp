@@ -12,12 +12,14 @@
 
 namespace heed::nn {
 
+/// The constructor options of LearnedPositionalEmbedding.
 struct LearnedPositionalEmbeddingOptions {
   index_t max_len = 0;
   index_t d_model = 0;
   std::uint64_t seed = 0;
 };
 
+/// Adds a trained table of position vectors: see the top of this file.
 template <class Scalar = float>
 class LearnedPositionalEmbedding {
  public:

@@ -14,6 +14,7 @@
 
 namespace heed::nn {
 
+/// The constructor options of Linear, with torch.nn.Linear's names.
 struct LinearOptions {
   index_t in_features = 0;
   index_t out_features = 0;
@@ -21,6 +22,7 @@ struct LinearOptions {
   std::uint64_t seed = 0;
 };
 
+/// torch.nn.Linear: see the top of this file.
 template <class Scalar = float>
 class Linear {
  public:

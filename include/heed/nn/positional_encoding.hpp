@@ -15,11 +15,13 @@
 
 namespace heed::nn {
 
+/// The constructor options of PositionalEncoding.
 struct PositionalEncodingOptions {
   index_t d_model = 0;
   index_t max_len = 5000;
 };
 
+/// The sinusoidal positional encoding: see the top of this file.
 template <class Scalar = float>
 class PositionalEncoding {
  public:

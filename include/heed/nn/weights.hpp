@@ -80,6 +80,7 @@ class TensorDict {
   std::map<std::string, Entry, std::less<>> entries_;
 };
 
+/// How a module loads its parameters.
 struct LoadOptions {
   bool strict = false;  ///< FormatError if the source holds names under the prefix that nothing loaded
 };

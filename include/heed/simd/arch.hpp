@@ -27,7 +27,8 @@
 
 namespace heed::simd {
 
-// ---- scalar math overloads: the generic version, always present ----
+/// fma, max, exp, tanh and erf of scalars: the generic versions, always present, with the names
+/// of the batch overloads below, so that one kernel body runs on T and on batch<T>.
 
 [[nodiscard]] inline float fma(float a, float b, float c) noexcept {
   return std::fma(a, b, c);
@@ -91,12 +92,12 @@ struct avx512_isa : avx2_isa {};   ///< AVX-512 F, BW, DQ, VL (x86-64-v4)
 using target_isa = generic_isa;
 #elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
 #define HEED_SIMD_AVX512 1
-using target_isa = avx512_isa;
+using target_isa = avx512_isa;  ///< the target has AVX-512 (F, BW, DQ, VL)
 #elif defined(__AVX2__) && defined(__FMA__)
 #define HEED_SIMD_AVX2 1
-using target_isa = avx2_isa;
+using target_isa = avx2_isa;  ///< the target has AVX2 and FMA
 #else
-using target_isa = generic_isa;
+using target_isa = generic_isa;  ///< neither
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(HEED_ALLOW_BASELINE_ISA)
 // A user's build without -march=native (or x86-64-v3/v4) runs heed's kernels on SSE2, several
 // times slower (README, "Use it"): say so once per translation unit rather than be slow silently.
@@ -111,26 +112,33 @@ using target_isa = generic_isa;
 inline constexpr bool vectorized = false;
 /// The xsimd architecture's name ("avx512bw", "fma3+avx2", ...), or "scalar".
 inline constexpr const char* arch_name = "scalar";
+/// The widest register of T: T itself in the scalar fallback.
 template <class T>
 using batch = T;
+/// Lanes of batch<T>.
 template <class T>
 inline constexpr std::size_t width = 1;
+/// A batch with every lane `value`.
 template <class T>
 [[nodiscard]] inline T broadcast(T value) noexcept {
   return value;
 }
+/// width<T> values from p (any alignment).
 template <class T>
 [[nodiscard]] inline T load(const T* p) noexcept {
   return *p;
 }
+/// width<T> values to p (any alignment).
 template <class T>
 inline void store(T* p, T v) noexcept {
   *p = v;
 }
+/// The sum of the lanes.
 template <class T>
 [[nodiscard]] inline T reduce_add(T v) noexcept {
   return v;
 }
+/// The largest lane.
 template <class T>
 [[nodiscard]] inline T reduce_max(T v) noexcept {
   return v;
@@ -140,8 +148,8 @@ template <class T>
 
 /// The xsimd architecture heed's batches use: the widest the compile-time target has.
 using arch = xsimd::default_arch;
-inline constexpr bool vectorized = true;
-inline constexpr const char* arch_name = arch::name();
+inline constexpr bool vectorized = true;                ///< batches have several lanes
+inline constexpr const char* arch_name = arch::name();  ///< e.g. "fma3+avx2", "avx512bw"
 /// The widest register of T.
 template <class T>
 using batch = xsimd::batch<T, arch>;
@@ -149,19 +157,23 @@ using batch = xsimd::batch<T, arch>;
 template <class T>
 inline constexpr std::size_t width = batch<T>::size;
 
+/// A batch with every lane `value`.
 template <class T>
 [[nodiscard]] inline batch<T> broadcast(T value) noexcept {
   return batch<T>(value);
 }
+/// width<T> values from p (any alignment).
 template <class T>
 [[nodiscard]] inline batch<T> load(const T* p) noexcept {
   return batch<T>::load_unaligned(p);
 }
+/// width<T> values to p (any alignment).
 template <class T>
 inline void store(T* p, const batch<T>& v) noexcept {
   v.store_unaligned(p);
 }
 
+/// The sum of the lanes.
 template <class T>
 [[nodiscard]] inline T reduce_add(const batch<T>& v) noexcept {
 #if XSIMD_VERSION_MAJOR >= 9
@@ -171,6 +183,7 @@ template <class T>
 #endif
 }
 
+/// The largest lane.
 template <class T>
 [[nodiscard]] inline T reduce_max(const batch<T>& v) noexcept {
 #if XSIMD_VERSION_MAJOR >= 9
@@ -182,6 +195,7 @@ template <class T>
 #endif
 }
 
+/// fma, max, exp, tanh and erf lane by lane (xsimd's; tests/simd states their accuracy).
 template <class T>
 [[nodiscard]] inline batch<T> fma(const batch<T>& a, const batch<T>& b, const batch<T>& c) noexcept {
   return xsimd::fma(a, b, c);

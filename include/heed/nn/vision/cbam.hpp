@@ -26,6 +26,7 @@
 
 namespace heed::nn {
 
+/// The constructor options of CBAM, with the seed's names.
 struct CBAMOptions {
   index_t channels = 0;
   index_t reduction = 16;
@@ -41,6 +42,7 @@ struct CBAMResult {
   Tensor<Scalar, 4> spatial_map;      ///< [B, 1, H, W]
 };
 
+/// CBAM: see the top of this file.
 template <class Scalar = float>
 class CBAM {
  public:

@@ -21,6 +21,7 @@
 
 namespace heed::nn {
 
+/// The constructor options of SEBlock.
 struct SEBlockOptions {
   index_t channels = 0;
   index_t reduction = 16;
@@ -35,6 +36,7 @@ struct ChannelAttentionResult {
   Tensor<Scalar, 2> channel_weights;
 };
 
+/// Squeeze-and-excitation: see the top of this file.
 template <class Scalar = float>
 class SEBlock {
  public:

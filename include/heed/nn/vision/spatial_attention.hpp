@@ -18,6 +18,7 @@
 
 namespace heed::nn {
 
+/// The constructor options of SpatialAttention.
 struct SpatialAttentionOptions {
   index_t kernel_size = 7;  ///< odd; the seed uses 7 (3 is common too)
   std::uint64_t seed = 0;
@@ -30,6 +31,7 @@ struct SpatialAttentionResult {
   Tensor<Scalar, 4> spatial_map;
 };
 
+/// Spatial attention: see the top of this file.
 template <class Scalar = float>
 class SpatialAttention {
  public:

@@ -15,8 +15,6 @@ using heed::index_t;
 using heed::test::all_close;
 using namespace heed::nn;
 
-constexpr heed::test::Tolerance tol{1e-5, 1e-6};
-
 TEST(PositionalEncodingGolden, TheSeedsSinusoidalTable) {
   const auto fx = heed::test::golden("seed_modules");
   for (index_t d : {24, 128}) {

@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 
+#include "heed/core/eigen.hpp"
 #include "heed/core/random.hpp"
 #include "heed/kernels.hpp"
 
@@ -72,7 +73,7 @@ void BM_tiles(benchmark::State& state) {
 }
 BENCHMARK(BM_tiles)
     ->ArgNames({"block_q", "block_k"})
-    ->ArgsProduct({{64, 128, 256, 512}, {256, 512, 1024}})
+    ->ArgsProduct({{48, 96, 192, 384}, {64, 128, 256, 512}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -71,7 +71,7 @@ void attention_into(const TensorView<T, 4>& out, const TensorView<T, 4>& weights
   const auto qd = detail::unit_inner(q, q_dense);
   const auto kd = detail::unit_inner(k, k_dense);
   const auto vd = detail::unit_inner(v, v_dense);
-  const auto scorer = score.template bind<T>(qd, kd);
+  auto scorer = score.template bind<T>(qd, kd);
   detail::attention_tiles(out, weights, vd, scorer, mask, options);
 }
 

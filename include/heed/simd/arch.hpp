@@ -61,6 +61,17 @@ namespace heed::simd {
   return std::erf(x);
 }
 
+/// HEED_UNROLL(n) before a loop: gcc unrolls it n times (the micro-kernels' k loops; the
+/// measurement is in docs/decisions.md). clang unrolls those loops well by itself and ran them
+/// slower when told to, so elsewhere it expands to nothing (and with HEED_NO_UNROLL defined,
+/// for measuring the difference).
+#if defined(__GNUC__) && !defined(__clang__) && !defined(HEED_NO_UNROLL)
+#define HEED_PRAGMA(x) _Pragma(#x)
+#define HEED_UNROLL(n) HEED_PRAGMA(GCC unroll n)
+#else
+#define HEED_UNROLL(n)
+#endif
+
 /// Asks for the cache line holding p ahead of its use: a hint, which never faults (p may be
 /// anywhere) and does nothing on compilers without the builtin.
 inline void prefetch(const void* p) noexcept {

@@ -69,6 +69,7 @@ inline void gemm_micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t 
   const batch<T> zero = broadcast(T(0));
   const batch<T> init0 = bias ? load(bias) : zero, init1 = bias ? load(bias + W) : zero;
   for (index_t r = 0; r < MR; ++r) acc0[r] = init0, acc1[r] = init1;
+  HEED_UNROLL(8)
   for (index_t kk = 0; kk < kc; ++kk) {
     const batch<T> b0 = load(b + kk * NR), b1 = load(b + kk * NR + W);
     const T* ak = a + kk * MR;

@@ -6,33 +6,52 @@
 #include <limits>
 #include <vector>
 
-#include <Eigen/Core>
-
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/attention_options.hpp"
 #include "heed/kernels/mask.hpp"
 #include "heed/kernels/tile_ref.hpp"
 #include "heed/kernels/detail/online_softmax.hpp"
+#include "heed/simd/attention_kernel.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::detail {
 
-inline constexpr index_t default_block_q = 256;
+inline constexpr index_t default_block_q = 96;
 inline constexpr index_t default_block_k = 256;
-
-template <class T>
-using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // One worker's buffers, reused across its tiles.
 template <class T>
 struct AttentionScratch {
-  RowMatrix<T> scores;  // [block_q, block_k]
-  RowMatrix<T> acc;     // [block_q, dv]
+  std::vector<T> scores;      // [block_q, block_k]: S, then P, of the current tile
+  std::vector<T> acc;         // [block_q, dv]: O, unnormalized
+  std::vector<T> correction;  // [block_q]: exp(m_old - m_new) of the current tile, per row
   std::vector<OnlineSoftmax<T>> rows;
   std::vector<T> m_at;  // [block_q, key tiles]: the running max when a tile was written
   AttentionStats stats;
 };
+
+// O[0:ni, :] = c · O + P V for one key tile: P [ni, nj] (leading dimension ldp), V rows from v
+// (ldv apart), O [ni, dv] (leading dimension dv), c per row (nullptr: O = P V). Full NR-wide
+// column blocks run on the micro-kernel; the last dv % NR columns on a plain loop.
+template <class T>
+void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t nj, const T* v, index_t ldv, index_t dv, T* o,
+                   const T* c) noexcept {
+  constexpr index_t MR = simd::AttentionTile<T>::mr, NR = simd::AttentionTile<T>::nr;
+  const index_t full = dv / NR * NR;
+  // column block by column block: those NR columns of V's nj rows stay in L1 while every row
+  // block of P reads them
+  for (index_t c0 = 0; c0 < full; c0 += NR)
+    for (index_t ir = 0; ir < ni; ir += MR)
+      simd::attention_micro_kernel(nj, p + ir * ldp, ldp, std::min(MR, ni - ir), v + c0, ldv, NR, o + ir * dv + c0, dv,
+                                   c ? c + ir : nullptr, T(1));
+  for (index_t i = 0; i < ni; ++i)
+    for (index_t col = full; col < dv; ++col) {
+      T sum = c ? c[i] * o[i * dv + col] : T(0);
+      for (index_t j = 0; j < nj; ++j) sum += p[i * ldp + j] * v[j * ldv + col];
+      o[i * dv + col] = sum;
+    }
+}
 
 // The driver. All shapes have been validated by the caller; q, k, v have unit stride in their
 // last dimension; out is [B, Hq, Lq, dv]; v is [B, Hkv, Lk, dv] with Hq = G·Hkv, query head h
@@ -41,10 +60,10 @@ struct AttentionScratch {
 // For each (batch, head, query tile), in parallel:
 //     m = -inf, l = 0, O = 0                       running max, running sum, accumulator
 //     for each key tile the mask does not block:   blocked tiles cost nothing
-//         S = score(Q_tile, K_tile)                 one GEMM (dot) or tanh-and-dot (additive)
+//         S = score(Q_tile, K_tile)                 the score policy (micro-kernel, or tanh-and-dot)
 //         mask.apply(S)                             only on partially masked tiles
 //         m_new = max(m, rowmax S); P = exp(S - m_new)
-//         l = l·exp(m - m_new) + rowsum P; O = O·exp(m - m_new) + P·V_tile
+//         l = l·exp(m - m_new) + rowsum P; O = O·exp(m - m_new) + P·V_tile   (one micro-kernel pass)
 //     O = O / l                                     l == 0: the row was fully masked
 // FlashAttention-2's loop order (Dao 2023, https://arxiv.org/abs/2307.08691) with the online
 // softmax of Milakov & Gimelshein (https://arxiv.org/abs/1805.02867): memory stays O(tile)
@@ -53,9 +72,12 @@ struct AttentionScratch {
 // With weights requested, each visited tile's P = exp(S - m_at_that_time) is written to the
 // weights row together with m_at_that_time; once the row is done, every segment is rescaled by
 // exp(m_then - m_final) / l. One pass, no recomputation.
+//
+// Nothing here starts a thread: the tasks (and a scorer's prepare(threads), before them) run on
+// parallel_for's workers, and every product runs on the calling worker.
 template <class T, class Scorer, class Mask>
 void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weights, const TensorView<const T, 4>& v,
-                     const Scorer& scorer, const Mask& mask, const AttentionOptions& options) {
+                     Scorer& scorer, const Mask& mask, const AttentionOptions& options) {
   const index_t B = out.size(0), H = out.size(1), Lq = out.size(2), dv = out.size(3), Lk = v.size(2);
   const index_t group = H / v.size(1);  // query heads per key/value head
   const index_t bq = options.block_q > 0 ? options.block_q : default_block_q;
@@ -65,10 +87,13 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
   const bool with_weights = !weights.empty();
   const int threads = std::max(1, options.num_threads > 0 ? options.num_threads : num_threads());
 
+  if constexpr (requires { scorer.prepare(threads); }) scorer.prepare(threads);
+
   std::vector<AttentionScratch<T>> scratch(static_cast<std::size_t>(threads));
   for (auto& s : scratch) {
-    s.scores.resize(bq, bk);
-    s.acc.resize(bq, dv);
+    s.scores.resize(static_cast<std::size_t>(bq * bk));
+    s.acc.resize(static_cast<std::size_t>(bq * dv));
+    s.correction.resize(static_cast<std::size_t>(bq));
     s.rows.resize(static_cast<std::size_t>(bq));
     if (with_weights) s.m_at.resize(static_cast<std::size_t>(bq * k_tiles));
   }
@@ -78,8 +103,9 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
     const index_t b = task / (H * q_tiles), h = (task / q_tiles) % H, i0 = (task % q_tiles) * bq;
     const index_t ni = std::min(bq, Lq - i0);
     T* S = s.scores.data();
+    T* O = s.acc.data();
     const index_t ld = bk;
-    s.acc.topRows(ni).setZero();
+    bool started = false;  // O holds a value (before the first visited tile it is not even zero)
     std::fill(s.rows.begin(), s.rows.begin() + ni, OnlineSoftmax<T>{});
     if (with_weights) std::fill(s.m_at.begin(), s.m_at.end(), -std::numeric_limits<T>::infinity());
 
@@ -97,19 +123,17 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
 
       for (index_t i = 0; i < ni; ++i) {
         T* row = S + i * ld;
-        // row := exp(row - m_new); the factor exp(m_old - m_new) rescales what was accumulated
-        const T correction = s.rows[static_cast<std::size_t>(i)].update(row, nj);
-        if (correction != T(1)) s.acc.row(i) *= correction;
+        // row := exp(row - m_new); exp(m_old - m_new) rescales what was accumulated
+        s.correction[static_cast<std::size_t>(i)] = s.rows[static_cast<std::size_t>(i)].update(row, nj);
         if (with_weights) {
           std::copy(row, row + nj, &weights(b, h, i0 + i, j0));
           s.m_at[static_cast<std::size_t>(i * k_tiles + jt)] = s.rows[static_cast<std::size_t>(i)].m;
         }
       }
-      // O += P · V_tile
-      using ConstMap = Eigen::Map<const RowMatrix<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
-      const ConstMap p(S, ni, nj, Eigen::OuterStride<>(ld));
-      const ConstMap vt(&v(b, h / group, j0, 0), nj, dv, Eigen::OuterStride<>(v.stride(2)));
-      s.acc.topRows(ni).noalias() += p * vt;
+      // O = O · correction + P · V_tile
+      accumulate_pv(S, ld, ni, nj, &v(b, h / group, j0, 0), v.stride(2), dv, O,
+                    started ? s.correction.data() : nullptr);
+      started = true;
     }
 
     for (index_t i = 0; i < ni; ++i) {
@@ -117,7 +141,7 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
       const T norm = state.normalizer(options.masked_rows);
       T* o = &out(b, h, i0 + i, 0);
       const index_t os = out.stride(3);
-      for (index_t c = 0; c < dv; ++c) o[c * os] = s.acc(i, c) * norm;
+      for (index_t c = 0; c < dv; ++c) o[c * os] = started ? O[i * dv + c] * norm : norm * T(0);
       if (!with_weights) continue;
       T* w = &weights(b, h, i0 + i, 0);
       if (!(state.l > T(0))) {  // fully masked: the row is all fill (0 is already there)

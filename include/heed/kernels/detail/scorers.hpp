@@ -1,14 +1,16 @@
 #pragma once
 #include "heed/core/detail/internal_header_check.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
-
-#include <Eigen/Core>
+#include <vector>
 
 #include "heed/core/error.hpp"
+#include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/tile_ref.hpp"
+#include "heed/simd/attention_kernel.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 // The bound forms of the score policies of heed/kernels/score.hpp: what `bind` returns for one
@@ -16,27 +18,60 @@
 // query head h reads key head h / group in place.
 namespace heed::detail {
 
-// scale · Q_tile K_tileᵀ as one GEMM on Eigen maps of the views (no copies).
+// scale · Q_tile K_tileᵀ. With enough query rows to pay for it (Lq >= 2·MR), Kᵀ is packed into
+// panels once per call (prepare(), which the driver calls before the tiles) and each
+// tile is computed by the attention micro-kernel (simd/attention_kernel.hpp); tiles whose first
+// key does not start a panel (a user's block_k that is not a multiple of NR) and short query
+// sequences take one vectorized dot product per (query, key) instead.
 template <class T>
 class DotScorer {
  public:
+  static constexpr index_t MR = simd::AttentionTile<T>::mr, NR = simd::AttentionTile<T>::nr;
+
   DotScorer(TensorView<const T, 4> q, TensorView<const T, 4> k, T scale)
-      : q_(q), k_(k), scale_(scale), group_(q.size(1) / std::max<index_t>(k.size(1), 1)) {}
+      : q_(q), k_(k), scale_(scale), group_(q.size(1) / std::max<index_t>(k.size(1), 1)) {
+    if (q.size(2) >= 2 * MR && k.size(2) > 0 && q.size(3) > 0) {
+      panel_stride_ = (k.size(2) + NR - 1) / NR * NR * k.size(3);
+      packed_.resize(static_cast<std::size_t>(k.size(0) * k.size(1) * panel_stride_));
+    }
+  }
+
+  // Packs Kᵀ of every (batch, key head), on `threads` workers. Until it has run (a wrapper that
+  // does not forward it), scores() takes the dot-product path: slower, never wrong.
+  void prepare(int threads) {
+    if (packed_.empty()) return;
+    parallel_for(k_.size(0) * k_.size(1), threads, [&](index_t task, int) {
+      const index_t b = task / k_.size(1), h = task % k_.size(1);
+      simd::pack_kt(&k_(b, h, 0, 0), k_.stride(2), k_.size(2), k_.size(3), packed_.data() + task * panel_stride_);
+    });
+    prepared_ = true;
+  }
 
   void scores(const TileRef& t, T* out, index_t ld) const {
-    using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    using ConstMap = Eigen::Map<const RowMajor, Eigen::Unaligned, Eigen::OuterStride<>>;
-    const index_t d = q_.size(3);
-    const ConstMap qt(&q_(t.b, t.h, t.i0, 0), t.ni, d, Eigen::OuterStride<>(q_.stride(2)));
-    const ConstMap kt(&k_(t.b, t.h / group_, t.j0, 0), t.nj, d, Eigen::OuterStride<>(k_.stride(2)));
-    Eigen::Map<RowMajor, Eigen::Unaligned, Eigen::OuterStride<>> s(out, t.ni, t.nj, Eigen::OuterStride<>(ld));
-    s.noalias() = scale_ * (qt * kt.transpose());
+    const index_t d = q_.size(3), hk = t.h / group_;
+    if (prepared_ && t.j0 % NR == 0) {
+      const T* kt = packed_.data() + (t.b * k_.size(1) + hk) * panel_stride_ + t.j0 * d;
+      // panel by panel: a panel of Kᵀ (depth × NR) stays in L1 while every query row block reads it
+      for (index_t jp = 0; jp < t.nj; jp += NR)
+        for (index_t ir = 0; ir < t.ni; ir += MR)
+          simd::attention_micro_kernel<T>(d, &q_(t.b, t.h, t.i0 + ir, 0), q_.stride(2), std::min(MR, t.ni - ir),
+                                          kt + jp * d, NR, std::min(NR, t.nj - jp), out + ir * ld + jp, ld, nullptr,
+                                          scale_);
+      return;
+    }
+    for (index_t i = 0; i < t.ni; ++i) {
+      const T* qi = &q_(t.b, t.h, t.i0 + i, 0);
+      for (index_t j = 0; j < t.nj; ++j) out[i * ld + j] = scale_ * simd::dot(qi, &k_(t.b, hk, t.j0 + j, 0), d);
+    }
   }
 
  private:
   TensorView<const T, 4> q_, k_;
   T scale_;
   index_t group_;
+  index_t panel_stride_ = 0;  // values per (batch, key head) in packed_
+  std::vector<T> packed_;     // Kᵀ panels, [B, Hkv, ceil(Lk / NR), d, NR]
+  bool prepared_ = false;
 };
 
 // Projected queries and keys, then vᵀ tanh(q' + k') per pair.

@@ -1,0 +1,53 @@
+// The register-level kernels alone, on operands that sit in L1: what the attention driver and
+// the GEMM can reach at best. Compare with heed_bench_simd_peak (same core, same run).
+//   OMP_NUM_THREADS=1 taskset -c 0 build/release/benchmarks/heed_bench_simd_micro_kernels
+// (add -DHEED_NO_UNROLL to the build to see the kernels without gcc's unrolling, docs/decisions.md)
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "heed/core/random.hpp"
+#include "heed/simd/attention_kernel.hpp"
+#include "heed/simd/gemm_kernel.hpp"
+
+namespace {
+
+using heed::index_t;
+namespace simd = heed::simd;
+
+void flops(benchmark::State& state, double per_iteration) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(per_iteration, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+// One MR × NR block over `depth` (the Q·Kᵀ call has depth d; the P·V call depth = keys per tile).
+void BM_attention_micro_kernel(benchmark::State& state) {
+  constexpr index_t MR = simd::AttentionTile<float>::mr, NR = simd::AttentionTile<float>::nr;
+  const index_t depth = state.range(0);
+  const auto a = heed::randn<float>({MR, depth}, 1), b = heed::randn<float>({depth, NR}, 2);
+  std::vector<float> c(static_cast<std::size_t>(MR * NR));
+  for (auto _ : state) {
+    simd::attention_micro_kernel<float>(depth, a.data(), depth, MR, b.data(), NR, NR, c.data(), NR, nullptr, 1.0f);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  flops(state, 2.0 * double(MR * NR * depth));
+}
+BENCHMARK(BM_attention_micro_kernel)->ArgName("depth")->Arg(64)->Arg(128)->Arg(256);
+
+// The GEMM micro-kernel on packed panels, kc deep.
+void BM_gemm_micro_kernel(benchmark::State& state) {
+  constexpr index_t MR = simd::GemmTile<float>::mr, NR = simd::GemmTile<float>::nr;
+  const index_t kc = state.range(0);
+  const auto a = heed::randn<float>({kc * MR}, 1), b = heed::randn<float>({kc * NR}, 2);
+  std::vector<float> c(static_cast<std::size_t>(MR * NR));
+  for (auto _ : state) {
+    simd::gemm_micro_kernel<float>(kc, a.data(), b.data(), c.data(), NR, nullptr, NR, nullptr, false, MR, NR);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  flops(state, 2.0 * double(MR * NR * kc));
+}
+BENCHMARK(BM_gemm_micro_kernel)->ArgName("kc")->Arg(64)->Arg(192);
+
+}  // namespace

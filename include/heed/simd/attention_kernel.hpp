@@ -1,0 +1,95 @@
+#pragma once
+// The register level of the attention driver (kernels/detail/attention_tiles.hpp): the two
+// products of a tile, S = scale · Q Kᵀ and O = c · O + P V, are one micro-kernel shape,
+//
+//   C[r, 0:NR] = alpha · Σ_kk A[r, kk] · B[kk, 0:NR]  (+ c_scale[r] · C[r, 0:NR])   r < MR
+//
+// with A read by rows (a query row of Q, a probability row of P: contiguous in kk, rows lda
+// apart) and B by rows of NR values (a panel of packed Kᵀ, or NR columns of V's rows, ldb
+// apart). An MR × NR block of C stays in registers (MR × 2 batches): MR broadcasts, 2 loads and
+// 2·MR FMAs per kk, as in the GEMM micro-kernel (simd/gemm_kernel.hpp). Kᵀ is packed once per
+// call into panels of NR keys (pack_kt), so neither Q, P nor V is ever copied.
+
+#include <algorithm>
+#include <cstddef>
+
+#include "heed/core/shape.hpp"
+#include "heed/simd/arch.hpp"
+
+namespace heed::simd {
+
+/// The blocking of the attention micro-kernel for scalar T.
+template <class T>
+struct AttentionTile {
+  static constexpr index_t nr = 2 * static_cast<index_t>(width<T>);  ///< columns of C per call (keys, value columns)
+  static constexpr index_t mr = width<T> >= 16 ? 12 : 6;             ///< rows of C per call (queries)
+};
+
+/// One MR × NR block: c[r, j] = alpha · Σ_{kk < depth} a[r · lda + kk] · b[kk · ldb + j]
+/// (+ c_scale[r] · c[r, j] when c_scale is given; otherwise c is only written), for r < m_valid
+/// and j < n_valid; nothing else of c is touched. Rows of A from m_valid on are not read; B must
+/// have NR readable values in each of its `depth` rows.
+template <class T>
+inline void attention_micro_kernel(index_t depth, const T* a, index_t lda, index_t m_valid, const T* b, index_t ldb,
+                                   index_t n_valid, T* c, index_t ldc, const T* c_scale, T alpha) noexcept {
+  constexpr index_t MR = AttentionTile<T>::mr, NR = AttentionTile<T>::nr, W = static_cast<index_t>(width<T>);
+  const T* rows[static_cast<std::size_t>(MR)];
+  for (index_t r = 0; r < MR; ++r) rows[r] = a + std::min(r, m_valid - 1) * lda;  // padding rows repeat a valid one
+  batch<T> acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
+  const batch<T> zero = broadcast(T(0));
+  for (index_t r = 0; r < MR; ++r) acc0[r] = zero, acc1[r] = zero;
+  HEED_UNROLL(8)
+  for (index_t kk = 0; kk < depth; ++kk) {
+    const batch<T> b0 = load(b + kk * ldb), b1 = load(b + kk * ldb + W);
+    for (index_t r = 0; r < MR; ++r) {
+      const batch<T> ar = broadcast(rows[r][kk]);
+      acc0[r] = fma(ar, b0, acc0[r]);
+      acc1[r] = fma(ar, b1, acc1[r]);
+    }
+  }
+  const batch<T> va = broadcast(alpha);
+  if (m_valid == MR && n_valid == NR) {
+    for (index_t r = 0; r < MR; ++r) {
+      T* row = c + r * ldc;
+      if (c_scale) {
+        const batch<T> s = broadcast(c_scale[r]);
+        store(row, fma(acc0[r], va, load(row) * s));
+        store(row + W, fma(acc1[r], va, load(row + W) * s));
+      } else {
+        store(row, acc0[r] * va);
+        store(row + W, acc1[r] * va);
+      }
+    }
+    return;
+  }
+  alignas(64) T tile[static_cast<std::size_t>(MR * NR)];
+  for (index_t r = 0; r < MR; ++r) {
+    store(tile + r * NR, acc0[r] * va);
+    store(tile + r * NR + W, acc1[r] * va);
+  }
+  for (index_t r = 0; r < m_valid; ++r)
+    for (index_t j = 0; j < n_valid; ++j) {
+      T& out = c[r * ldc + j];
+      out = c_scale ? tile[r * NR + j] + c_scale[r] * out : tile[r * NR + j];
+    }
+}
+
+/// Kᵀ in panels of NR keys: out[p · depth · NR + kk · NR + j] = k[(p · NR + j) · ldk + kk] for the
+/// `keys` rows of k, zero for the keys past them in the last panel. out holds
+/// ceil(keys / NR) · depth · NR values.
+template <class T>
+inline void pack_kt(const T* k, index_t ldk, index_t keys, index_t depth, T* out) noexcept {
+  constexpr index_t NR = AttentionTile<T>::nr;
+  for (index_t p = 0; p * NR < keys; ++p) {
+    T* panel = out + p * depth * NR;
+    const index_t n = std::min(NR, keys - p * NR);
+    for (index_t j = 0; j < n; ++j) {
+      const T* row = k + (p * NR + j) * ldk;
+      for (index_t kk = 0; kk < depth; ++kk) panel[kk * NR + j] = row[kk];
+    }
+    for (index_t j = n; j < NR; ++j)
+      for (index_t kk = 0; kk < depth; ++kk) panel[kk * NR + j] = T(0);
+  }
+}
+
+}  // namespace heed::simd

@@ -131,6 +131,25 @@ TEST(AttentionProperties, BlockedTilesAreSkipped) {
   EXPECT_EQ(stats.open, 2 * 4 * 2);
 }
 
+TEST(AttentionProperties, MasksPreferTheirTileShapesUnlessTheCallerSetsThem) {
+  const auto q = heed::randn<float>({1, 2, 256, 16}, 1), k = heed::randn<float>({1, 2, 256, 16}, 2);
+  const auto tiles = [&](const auto& mask, heed::AttentionOptions options) {
+    heed::AttentionStats stats;
+    options.stats = &stats;
+    (void)heed::attention(q, k, k, heed::ScaledDot{}, mask, options);
+    return stats.open + stats.partial + stats.blocked;
+  };
+  EXPECT_EQ(heed::mask::Causal{}.preferred_tiles().block_q, 24);
+  EXPECT_EQ(tiles(heed::mask::Causal{}, {}), 2 * 11 * 2);  // 24 x 128 tiles: 11 x 2 per head
+  EXPECT_EQ(tiles(heed::mask::None{}, {}), 2 * 3 * 1);     // no preference: 96 x 256
+  EXPECT_EQ(tiles(heed::mask::Causal{}, {.block_q = 64, .block_k = 64}), 2 * 4 * 4);
+  Tensor<bool, 2> pad({1, 256});
+  EXPECT_EQ(tiles(heed::mask::all(heed::mask::KeyPadding{pad}, heed::mask::Causal{}), {}), 2 * 11 * 2);
+  const heed::TileShape window = heed::mask::SlidingWindow{.left = 15}.preferred_tiles();
+  EXPECT_EQ(window.block_k, 32);
+  EXPECT_EQ(tiles(heed::mask::SlidingWindow{.left = 15}, {}), 2 * 6 * 8);  // 48 x 32 tiles
+}
+
 template <class F>
 void expect_shape_error(F&& f, const std::string& needle) {
   try {

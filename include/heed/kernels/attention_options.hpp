@@ -18,7 +18,7 @@ struct AttentionOptions {
   bool need_weights = false;                  ///< also return the probabilities [B, H, Lq, Lk]
   MaskedRows masked_rows = MaskedRows::zero;  ///< a fully masked row gives 0 (default) or NaN (PyTorch 1.13)
   int num_threads = 0;                        ///< 0: heed::num_threads()
-  index_t block_q = 0;                        ///< query rows per tile; 0: 256
+  index_t block_q = 0;                        ///< query rows per tile; 0: 96
   index_t block_k = 0;                        ///< keys per tile; 0: 256
   AttentionStats* stats = nullptr;            ///< when set, receives the tile counts
 };

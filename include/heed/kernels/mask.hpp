@@ -42,13 +42,27 @@ enum class Tile { open, blocked, partial };
 
 /// What the driver needs of a mask. `check` validates against {B, H, Lq, Lk} and throws
 /// ShapeError; `classify` and `apply` are hot and check nothing. `scores` is the tile's
-/// row-major [ni, nj] block with leading dimension `ld`.
+/// row-major [ni, nj] block with leading dimension `ld`. A mask may also offer
+/// `TileShape preferred_tiles() const`, the tile it would rather be computed in.
 template <class M, class T>
 concept MaskPolicy = requires(const M& m, const Shape<4>& dims, const TileRef& t, T* scores, index_t ld) {
   m.check(dims);
   { m.classify(t) } -> std::same_as<Tile>;
   m.apply(t, scores, ld);
 };
+
+/// `shape` narrowed to what mask `m` prefers, if it says (0 in a dimension: no preference).
+template <class M>
+void merge_preference(TileShape& shape, const M& m) noexcept {
+  if constexpr (requires { m.preferred_tiles(); }) {
+    const TileShape p = m.preferred_tiles();
+    const auto narrow = [](index_t& have, index_t want) {
+      if (want > 0 && (have == 0 || want < have)) have = want;
+    };
+    narrow(shape.block_q, p.block_q);
+    narrow(shape.block_k, p.block_k);
+  }
+}
 
 /// Every key visible.
 struct None {
@@ -63,6 +77,9 @@ struct Causal {
   index_t offset = 0;
 
   void check(const Shape<4>&) const noexcept {}
+  /// 24 × 128: less of the diagonal computed and then masked than with the full-attention tiles
+  /// (docs/decisions.md has the sweep).
+  [[nodiscard]] TileShape preferred_tiles() const noexcept { return {24, 128}; }
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
     if (t.j0 > t.i0 + t.ni - 1 + offset) return Tile::blocked;  // the first key is after every row's last visible one
     if (t.j0 + t.nj - 1 <= t.i0 + offset) return Tile::open;    // the last key is visible even to the first row
@@ -88,6 +105,12 @@ struct SlidingWindow {
     if (left < 0 || right < 0)
       throw ShapeError("heed::mask::SlidingWindow: left and right must be >= 0, got left = " + std::to_string(left) +
                        ", right = " + std::to_string(right));
+  }
+  /// Key tiles about as wide as the window (a multiple of 32, from 32 to 256), so that few keys
+  /// outside it are computed.
+  [[nodiscard]] TileShape preferred_tiles() const noexcept {
+    const index_t width = (left + right + 1 + 31) / 32 * 32;
+    return {48, std::clamp<index_t>(width, 32, 256)};
   }
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
     const index_t i_first = t.i0 + offset, i_last = t.i0 + t.ni - 1 + offset;
@@ -237,6 +260,12 @@ class AllOf {
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     std::apply([&](const auto&... m) { ((m.classify(t) == Tile::open ? void() : m.apply(t, scores, ld)), ...); },
                masks_);
+  }
+  /// The smallest preference of its parts, dimension by dimension.
+  [[nodiscard]] TileShape preferred_tiles() const noexcept {
+    TileShape shape;
+    std::apply([&](const auto&... m) { (merge_preference(shape, m), ...); }, masks_);
+    return shape;
   }
 
  private:

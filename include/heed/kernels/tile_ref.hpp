@@ -12,4 +12,12 @@ struct TileRef {
   index_t b, h, i0, ni, j0, nj;
 };
 
+/// The tile a mask would rather be computed in (0: no preference), which the driver uses unless
+/// the caller sets AttentionOptions::block_q / block_k: a causal mask wants tiles small enough
+/// that little of the diagonal is computed and then masked.
+struct TileShape {
+  index_t block_q = 0;
+  index_t block_k = 0;
+};
+
 }  // namespace heed

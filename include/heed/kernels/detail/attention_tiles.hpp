@@ -80,8 +80,14 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
                      Scorer& scorer, const Mask& mask, const AttentionOptions& options) {
   const index_t B = out.size(0), H = out.size(1), Lq = out.size(2), dv = out.size(3), Lk = v.size(2);
   const index_t group = H / v.size(1);  // query heads per key/value head
-  const index_t bq = options.block_q > 0 ? options.block_q : default_block_q;
-  const index_t bk = options.block_k > 0 ? options.block_k : default_block_k;
+  TileShape preferred;
+  mask::merge_preference(preferred, mask);
+  const index_t bq = options.block_q > 0     ? options.block_q
+                     : preferred.block_q > 0 ? preferred.block_q
+                                             : default_block_q;
+  const index_t bk = options.block_k > 0     ? options.block_k
+                     : preferred.block_k > 0 ? preferred.block_k
+                                             : default_block_k;
   const index_t q_tiles = (Lq + bq - 1) / bq;
   const index_t k_tiles = (Lk + bk - 1) / bk;
   const bool with_weights = !weights.empty();

@@ -30,6 +30,11 @@ struct OptionalMasks {
     });
     return blocked ? mask::Tile::blocked : all_open ? mask::Tile::open : mask::Tile::partial;
   }
+  [[nodiscard]] TileShape preferred_tiles() const noexcept {
+    TileShape shape;
+    each([&](const auto& m) { mask::merge_preference(shape, m); });
+    return shape;
+  }
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     each([&](const auto& m) {

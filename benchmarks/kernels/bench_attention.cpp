@@ -60,6 +60,32 @@ void attention_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_attention)->Apply(attention_args);
 
+// 16-bit storage (bfloat16, half): Q, K, V and the output 16-bit, scores and accumulation in
+// float; against BM_attention's float at the same N. args: N
+template <class T>
+void BM_attention_16bit(benchmark::State& state) {
+  const index_t n = state.range(0);
+  const Inputs in(n);
+  const auto q = heed::cast<T>(in.q), k = heed::cast<T>(in.k), v = heed::cast<T>(in.v);
+  for (auto _ : state) {
+    auto r = heed::attention(q, k, v, heed::ScaledDot{}, heed::mask::None{}, {.num_threads = 1});
+    benchmark::DoNotOptimize(r.output.data());
+  }
+  set_flops(state, n, false);
+}
+BENCHMARK(BM_attention_16bit<heed::bfloat16>)
+    ->ArgName("N")
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_attention_16bit<heed::half>)
+    ->ArgName("N")
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // Tile sizes, for tuning the defaults (N = 1024, one thread).
 void BM_tiles(benchmark::State& state) {
   const index_t n = 1024;

@@ -2,5 +2,7 @@
 // The simd layer: batch aliases, xsimd version shims, a scalar fallback, vector primitives,
 // the GEMM micro-kernel.
 #include "heed/simd/arch.hpp"
+#include "heed/simd/attention_kernel.hpp"
+#include "heed/simd/convert.hpp"
 #include "heed/simd/gemm_kernel.hpp"
 #include "heed/simd/vector_ops.hpp"

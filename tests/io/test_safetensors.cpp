@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <bit>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -95,6 +97,31 @@ TEST(SafeTensorsGolden, ReadsEveryDtypePyTorchWrites) {
   EXPECT_TRUE(flags(1, 2));
   EXPECT_EQ((st.get<int, 1>("u8")(2)), 255);
   EXPECT_EQ((st.get<float, 1>("i8")(0)), -128.0f);
+}
+
+TEST(SafeTensorsGolden, SixteenBitTensorsLoadAsTheirOwnBitsAndRoundLikePyTorch) {
+  const auto st = heed::test::golden("safetensors_dtypes");
+  const auto bits = [](auto x) { return std::bit_cast<std::uint16_t>(x); };
+  const auto bf = st.get<heed::bfloat16, 2>("bf16");  // BF16 into bfloat16: no conversion
+  const auto hf = st.get<heed::half, 2>("f16");
+  const auto bf_values = st.get<double, 2>("bf16_as_f64"), hf_values = st.get<double, 2>("f16_as_f64");
+  const auto rounded_bf = st.get<heed::bfloat16, 2>("f64");
+  const auto rounded_hf = st.get<heed::half, 2>("f64");
+  for (heed::index_t i = 0; i < 2; ++i)
+    for (heed::index_t j = 0; j < 3; ++j) {
+      EXPECT_EQ(double(float(bf(i, j))), bf_values(i, j));
+      EXPECT_EQ(double(float(hf(i, j))), hf_values(i, j));
+      // F64 read as bfloat16 / half rounds as torch's .bfloat16() / .half() did
+      EXPECT_EQ(bits(rounded_bf(i, j)), bits(bf(i, j))) << i << "," << j;
+      EXPECT_EQ(bits(rounded_hf(i, j)), bits(hf(i, j))) << i << "," << j;
+    }
+  // and back out: the writer names the dtypes and keeps the bits
+  const auto bytes = heed::io::SafeTensorsWriter().add("b", bf).add("h", hf).to_bytes();
+  const auto again = heed::io::SafeTensors::from_bytes(bytes);
+  EXPECT_EQ(again.info("b").dtype, heed::io::DType::BF16);
+  EXPECT_EQ(again.info("h").dtype, heed::io::DType::F16);
+  EXPECT_EQ(bits(again.get<heed::bfloat16, 2>("b")(1, 1)), bits(bf(1, 1)));
+  EXPECT_EQ(bits(again.get<heed::half, 2>("h")(1, 0)), bits(hf(1, 0)));
 }
 
 TEST(SafeTensors, HalfPrecisionDecodesExactly) {

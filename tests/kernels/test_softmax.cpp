@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "heed/core/cast.hpp"
 #include "heed/core/random.hpp"
 #include "heed/kernels/softmax.hpp"
 #include "reference/softmax.hpp"
@@ -73,6 +74,19 @@ TEST(Softmax, MaskedSoftmaxIsSoftmaxOfTheMinusInfinityFill) {
   const auto y_nan = heed::masked_softmax(x, keep, {.masked_rows = heed::MaskedRows::nan});
   EXPECT_TRUE(std::isnan(y_nan(3, 0)));
   EXPECT_THROW((void)heed::masked_softmax(x, heed::Tensor<bool, 2>({4, 8})), heed::ShapeError);
+}
+
+TEST(Softmax, SixteenBitTensorsAreComputedInFloatAndRoundedOnce) {
+  const auto x = heed::randn<float>({3, 37}, 5);
+  const auto b = heed::cast<heed::bfloat16>(x);
+  const auto y = heed::softmax(b);
+  const auto expected = heed::reference::softmax(b);                       // the double softmax of the rounded inputs
+  EXPECT_TRUE(heed::test::all_close(y, expected, {0x1p-8 + 1e-5, 1e-7}));  // one bfloat16 rounding
+  heed::Tensor<bool, 2> keep({3, 37});
+  for (heed::index_t j = 0; j < 37; j += 2) keep(1, j) = true;
+  const auto m = heed::masked_softmax(heed::cast<heed::half>(x), keep);
+  EXPECT_EQ(float(m(1, 1)), 0.0f);
+  EXPECT_EQ(float(m(0, 0)), 0.0f);  // row 0: nothing kept, zeros by default
 }
 
 TEST(OnlineSoftmax, BlockwiseEqualsWholeRow) {

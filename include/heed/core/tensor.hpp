@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "heed/core/error.hpp"
+#include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
 #include "heed/core/tensor_view.hpp"
 
@@ -28,7 +29,8 @@ inline constexpr Uninitialized uninitialized{};
 /// An owning, row-major, 64-byte-aligned tensor of Rank dimensions (see the top of this file).
 template <class Scalar, std::size_t Rank>
 class Tensor {
-  static_assert(std::is_arithmetic_v<Scalar> && !std::is_const_v<Scalar>, "Tensor holds non-const arithmetic scalars");
+  static_assert(is_scalar_v<Scalar> && !std::is_const_v<Scalar>,
+                "Tensor holds non-const arithmetic scalars, bfloat16 or half");
   static_assert(Rank >= 1, "a Tensor has at least one dimension");
 
  public:

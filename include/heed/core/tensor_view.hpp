@@ -13,6 +13,7 @@
 
 #include "heed/core/assert.hpp"
 #include "heed/core/error.hpp"
+#include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
 
 namespace heed {
@@ -21,7 +22,7 @@ namespace heed {
 template <class Scalar, std::size_t Rank>
 class TensorView {
   static_assert(Rank >= 1, "a TensorView has at least one dimension");
-  static_assert(std::is_arithmetic_v<std::remove_const_t<Scalar>>, "TensorView holds arithmetic scalars");
+  static_assert(is_scalar_v<std::remove_const_t<Scalar>>, "TensorView holds arithmetic scalars, bfloat16 or half");
 
  public:
   using value_type = std::remove_const_t<Scalar>;  ///< the element type without const

@@ -113,6 +113,8 @@ template <class Scalar, std::size_t Rank>
     descr = "<f4";
   else if constexpr (std::is_same_v<Scalar, double>)
     descr = "<f8";
+  else if constexpr (std::is_same_v<Scalar, half>)
+    descr = "<f2";
   else if constexpr (std::is_same_v<Scalar, std::int32_t>)
     descr = "<i4";
   else if constexpr (std::is_same_v<Scalar, std::int64_t>)
@@ -122,7 +124,7 @@ template <class Scalar, std::size_t Rank>
   else if constexpr (std::is_same_v<Scalar, std::int8_t>)
     descr = "|i1";
   else
-    static_assert(sizeof(Scalar) == 0, "save_npy: no .npy dtype for this scalar");
+    static_assert(sizeof(Scalar) == 0, "save_npy: no .npy dtype for this scalar (NumPy has none for bfloat16)");
 
   std::string dims;
   for (std::size_t k = 0; k < Rank; ++k) dims += (k ? ", " : "") + std::to_string(tensor.size(k));

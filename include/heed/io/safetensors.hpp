@@ -90,6 +90,10 @@ template <class Scalar>
     return DType::F32;
   else if constexpr (std::is_same_v<Scalar, double>)
     return DType::F64;
+  else if constexpr (std::is_same_v<Scalar, bfloat16>)
+    return DType::BF16;
+  else if constexpr (std::is_same_v<Scalar, half>)
+    return DType::F16;
   else if constexpr (std::is_same_v<Scalar, std::int32_t>)
     return DType::I32;
   else if constexpr (std::is_same_v<Scalar, std::int64_t>)

@@ -39,13 +39,15 @@ struct AttentionResult {
 /// The validated entry point that modules use: writes softmax(score(q, k) + mask) · v into
 /// `out` [B, Hq, Lq, dv] (any strides, e.g. a transposed [B, Lq, H, dv] buffer) and, when
 /// `weights` is non-empty, the probabilities into it ([B, Hq, Lq, Lk]). k and v may have fewer
-/// heads than q (see above). ShapeError, naming every shape, for anything that does not fit.
+/// heads than q (see above). T may be float, double, bfloat16 or half: 16-bit tensors stay
+/// 16-bit in memory, and scores, softmax and the output accumulate in float. ShapeError, naming
+/// every shape, for anything that does not fit.
 template <class T, class Score, class Mask>
-requires ScorePolicy<Score, T> && mask::MaskPolicy<Mask, T>
+requires ScorePolicy<Score, T> && mask::MaskPolicy<Mask, accumulator_t<T>>
 void attention_into(const TensorView<T, 4>& out, const TensorView<T, 4>& weights, const TensorView<const T, 4>& q,
                     const TensorView<const T, 4>& k, const TensorView<const T, 4>& v, const Score& score,
                     const Mask& mask, const AttentionOptions& options = {}) {
-  static_assert(std::is_floating_point_v<T>, "attention needs float or double tensors");
+  static_assert(is_floating_v<T>, "attention needs float, double, bfloat16 or half tensors");
   const auto fail = [&](const std::string& what) {
     throw ShapeError("heed::attention: " + what + " (q " + to_string(q.shape()) + ", k " + to_string(k.shape()) +
                      ", v " + to_string(v.shape()) + ")");

@@ -32,6 +32,7 @@ template <TensorLike X, TensorLike Wt>
   using T = scalar_of<X>;
   static_assert(rank_of<X> == 4 && rank_of<Wt> == 4, "conv2d takes x [B, C, H, W] and w [Cout, Cin, kh, kw]");
   static_assert(std::is_same_v<scalar_of<Wt>, T>, "x and w must have one scalar type");
+  static_assert(std::is_floating_point_v<T>, "conv2d takes float or double tensors (heed::cast 16-bit ones)");
   const auto xv = as_view(x);
   const auto wv = as_view(w);
   const auto fail = [&](const std::string& why) {

@@ -18,6 +18,7 @@ template <TensorLike X>
 [[nodiscard]] Tensor<scalar_of<X>, 2> global_avg_pool(const X& x) {
   using T = scalar_of<X>;
   static_assert(rank_of<X> == 4, "global_avg_pool takes x [B, C, H, W]");
+  static_assert(std::is_floating_point_v<T>, "global_avg_pool takes float or double tensors (heed::cast 16-bit ones)");
   Tensor<T, 4> storage;
   const TensorView<const T, 4> dense = contiguous(as_view(x), storage);
   const index_t B = dense.size(0), C = dense.size(1), plane = dense.size(2) * dense.size(3);
@@ -31,6 +32,7 @@ template <TensorLike X>
 [[nodiscard]] Tensor<scalar_of<X>, 4> channel_mean_max(const X& x) {
   using T = scalar_of<X>;
   static_assert(rank_of<X> == 4, "channel_mean_max takes x [B, C, H, W]");
+  static_assert(std::is_floating_point_v<T>, "channel_mean_max takes float or double tensors (heed::cast 16-bit ones)");
   Tensor<T, 4> storage;
   const TensorView<const T, 4> dense = contiguous(as_view(x), storage);
   const index_t B = dense.size(0), C = dense.size(1), plane = dense.size(2) * dense.size(3);

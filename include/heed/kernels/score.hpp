@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "heed/core/cast.hpp"
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/tile_ref.hpp"
@@ -31,11 +32,12 @@ namespace heed {
 /// What the driver needs of a score policy for scalar T: `check` validates q [B, Hq, Lq, dq]
 /// and k [B, Hkv, Lk, dk] (ShapeError); `bind` takes the call's q and k (unit stride in the
 /// last dimension) and returns a scorer whose `scores(tile, out, ld)` writes the tile's
-/// row-major [ni, nj] scores with leading dimension ld, checking nothing. With grouped heads
-/// (Hq = G·Hkv) query head h reads key head h / G.
+/// row-major [ni, nj] scores with leading dimension ld, checking nothing. Scores are in the
+/// accumulator type (float for bfloat16 and half tensors). With grouped heads (Hq = G·Hkv)
+/// query head h reads key head h / G.
 template <class P, class T>
 concept ScorePolicy = requires(const P& p, const TensorView<const T, 4>& q, const TensorView<const T, 4>& k,
-                               const TileRef& t, T* s) {
+                               const TileRef& t, accumulator_t<T>* s) {
   p.check(q.shape(), k.shape());
   p.template bind<T>(q, k).scores(t, s, index_t{});
 };
@@ -49,7 +51,7 @@ struct ScaledDot {
   template <class T>
   [[nodiscard]] detail::DotScorer<T> bind(const TensorView<const T, 4>& q, const TensorView<const T, 4>& k) const {
     const double d = static_cast<double>(q.size(3));
-    return {q, k, static_cast<T>(scale ? *scale : (d > 0 ? 1.0 / std::sqrt(d) : 1.0))};
+    return {q, k, static_cast<accumulator_t<T>>(scale ? *scale : (d > 0 ? 1.0 / std::sqrt(d) : 1.0))};
   }
 };
 
@@ -60,7 +62,7 @@ struct Dot {
 
   template <class T>
   [[nodiscard]] detail::DotScorer<T> bind(const TensorView<const T, 4>& q, const TensorView<const T, 4>& k) const {
-    return {q, k, T(1)};
+    return {q, k, accumulator_t<T>(1)};
   }
 };
 
@@ -93,26 +95,29 @@ struct Additive {
   }
 
   template <class T>
-  [[nodiscard]] detail::AdditiveScorer<T> bind(const TensorView<const T, 4>& q, const TensorView<const T, 4>& k) const {
+  [[nodiscard]] detail::AdditiveScorer<accumulator_t<T>> bind(const TensorView<const T, 4>& q,
+                                                              const TensorView<const T, 4>& k) const {
     static_assert(std::is_same_v<T, Scalar>, "Additive<Scalar> scores tensors of the same Scalar");
-    return {project(q, w_q, b_q), project(k, w_k, b_k), Tensor<T, 1>(v)};
+    return {project(q, w_q, b_q), project(k, w_k, b_k), cast<accumulator_t<T>>(v)};
   }
 
  private:
-  // x [B, H, L, din] → x Wᵀ + b: [B, H, L, hidden], one vectorized dot per (row, hidden unit):
-  // O(L · hidden · din), small beside the O(Lq · Lk · hidden) tanh-and-dots it prepares.
-  static Tensor<Scalar, 4> project(const TensorView<const Scalar, 4>& x, const TensorView<const Scalar, 2>& w,
-                                   const TensorView<const Scalar, 1>& bias) {
+  // x [B, H, L, din] → x Wᵀ + b: [B, H, L, hidden] in the accumulator type, one vectorized dot
+  // per (row, hidden unit): O(L · hidden · din), small beside the O(Lq · Lk · hidden)
+  // tanh-and-dots it prepares.
+  using Acc = accumulator_t<Scalar>;
+  static Tensor<Acc, 4> project(const TensorView<const Scalar, 4>& x, const TensorView<const Scalar, 2>& w,
+                                const TensorView<const Scalar, 1>& bias) {
     const index_t hidden = w.size(0), din = w.size(1);
     const Tensor<Scalar, 2> wd(w);  // dense rows
-    Tensor<Scalar, 4> out({x.size(0), x.size(1), x.size(2), hidden}, uninitialized);
+    Tensor<Acc, 4> out({x.size(0), x.size(1), x.size(2), hidden}, uninitialized);
     for (index_t b = 0; b < x.size(0); ++b)
       for (index_t h = 0; h < x.size(1); ++h)
         for (index_t i = 0; i < x.size(2); ++i) {
           const Scalar* row = &x(b, h, i, 0);
-          Scalar* o = &out(b, h, i, 0);
+          Acc* o = &out(b, h, i, 0);
           for (index_t u = 0; u < hidden; ++u)
-            o[u] = simd::dot(row, wd.data() + u * din, din) + (bias.empty() ? Scalar(0) : bias(u));
+            o[u] = simd::dot_widened(row, wd.data() + u * din, din) + (bias.empty() ? Acc(0) : Acc(bias(u)));
         }
     return out;
   }

@@ -9,12 +9,18 @@
 // apart). An MR × NR block of C stays in registers (MR × 2 batches): MR broadcasts, 2 loads and
 // 2·MR FMAs per kk, as in the GEMM micro-kernel (simd/gemm_kernel.hpp). Kᵀ is packed once per
 // call into panels of NR keys (pack_kt), so neither Q, P nor V is ever copied.
+//
+// Storage and arithmetic are separate: A and B may be 16-bit (bfloat16, half) while C and the
+// FMAs are in the accumulator type (float); B is widened as it is loaded (simd/convert.hpp).
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 
+#include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
 #include "heed/simd/arch.hpp"
+#include "heed/simd/convert.hpp"
 
 namespace heed::simd {
 
@@ -28,21 +34,24 @@ struct AttentionTile {
 /// One MR × NR block: c[r, j] = alpha · Σ_{kk < depth} a[r · lda + kk] · b[kk · ldb + j]
 /// (+ c_scale[r] · c[r, j] when c_scale is given; otherwise c is only written), for r < m_valid
 /// and j < n_valid; nothing else of c is touched. Rows of A from m_valid on are not read; B must
-/// have NR readable values in each of its `depth` rows.
-template <class T>
-inline void attention_micro_kernel(index_t depth, const T* a, index_t lda, index_t m_valid, const T* b, index_t ldb,
+/// have NR readable values in each of its `depth` rows. A and B hold T or T's accumulator type
+/// T (16-bit values are widened as they are read); C is T, the accumulator type.
+template <class T, class TA, class TB>
+inline void attention_micro_kernel(index_t depth, const TA* a, index_t lda, index_t m_valid, const TB* b, index_t ldb,
                                    index_t n_valid, T* c, index_t ldc, const T* c_scale, T alpha) noexcept {
+  static_assert(std::is_same_v<accumulator_t<TA>, T> && std::is_same_v<accumulator_t<TB>, T>,
+                "A and B widen to C's type");
   constexpr index_t MR = AttentionTile<T>::mr, NR = AttentionTile<T>::nr, W = static_cast<index_t>(width<T>);
-  const T* rows[static_cast<std::size_t>(MR)];
+  const TA* rows[static_cast<std::size_t>(MR)];
   for (index_t r = 0; r < MR; ++r) rows[r] = a + std::min(r, m_valid - 1) * lda;  // padding rows repeat a valid one
   batch<T> acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
   const batch<T> zero = broadcast(T(0));
   for (index_t r = 0; r < MR; ++r) acc0[r] = zero, acc1[r] = zero;
   HEED_UNROLL(8)
   for (index_t kk = 0; kk < depth; ++kk) {
-    const batch<T> b0 = load(b + kk * ldb), b1 = load(b + kk * ldb + W);
+    const batch<T> b0 = load_widened(b + kk * ldb), b1 = load_widened(b + kk * ldb + W);
     for (index_t r = 0; r < MR; ++r) {
-      const batch<T> ar = broadcast(rows[r][kk]);
+      const batch<T> ar = broadcast(static_cast<T>(rows[r][kk]));
       acc0[r] = fma(ar, b0, acc0[r]);
       acc1[r] = fma(ar, b1, acc1[r]);
     }
@@ -75,11 +84,11 @@ inline void attention_micro_kernel(index_t depth, const T* a, index_t lda, index
 }
 
 /// Kᵀ in panels of NR keys: out[p · depth · NR + kk · NR + j] = k[(p · NR + j) · ldk + kk] for the
-/// `keys` rows of k, zero for the keys past them in the last panel. out holds
-/// ceil(keys / NR) · depth · NR values.
+/// `keys` rows of k, zero for the keys past them in the last panel, in k's own type (NR is the
+/// accumulator type's). out holds ceil(keys / NR) · depth · NR values.
 template <class T>
 inline void pack_kt(const T* k, index_t ldk, index_t keys, index_t depth, T* out) noexcept {
-  constexpr index_t NR = AttentionTile<T>::nr;
+  constexpr index_t NR = AttentionTile<accumulator_t<T>>::nr;
   for (index_t p = 0; p * NR < keys; ++p) {
     T* panel = out + p * depth * NR;
     const index_t n = std::min(NR, keys - p * NR);

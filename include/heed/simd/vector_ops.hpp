@@ -11,7 +11,9 @@
 #include <type_traits>
 
 #include "heed/core/shape.hpp"
+#include "heed/core/scalar.hpp"
 #include "heed/simd/arch.hpp"
+#include "heed/simd/convert.hpp"
 
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/simd/detail/vector_loops.hpp"
@@ -39,6 +41,31 @@ template <class T>
   }
   for (; i < n; ++i) result += x[i] * y[i];
   return result;
+}
+
+/// sum_i x[i] y[i] in the accumulator type, for any storage type (16-bit values are widened
+/// as they are read; for float and double this is dot()).
+template <class T>
+[[nodiscard]] inline accumulator_t<T> dot_widened(const T* x, const T* y, index_t n) noexcept {
+  using A = accumulator_t<T>;
+  if constexpr (std::is_same_v<A, T>) {
+    return dot(x, y, n);
+  } else {
+    constexpr index_t W = static_cast<index_t>(width<A>);
+    index_t i = 0;
+    A result = A(0);
+    if (n >= W) {
+      auto acc0 = simd::broadcast(A(0)), acc1 = acc0;
+      for (; i + 2 * W <= n; i += 2 * W) {
+        acc0 = simd::fma(load_widened(x + i), load_widened(y + i), acc0);
+        acc1 = simd::fma(load_widened(x + i + W), load_widened(y + i + W), acc1);
+      }
+      for (; i + W <= n; i += W) acc0 = simd::fma(load_widened(x + i), load_widened(y + i), acc0);
+      result = simd::reduce_add(acc0 + acc1);
+    }
+    for (; i < n; ++i) result += static_cast<A>(x[i]) * static_cast<A>(y[i]);
+    return result;
+  }
 }
 
 /// sum_i v[i] tanh(a[i] + b[i]): the additive (Bahdanau) score of one query-key pair whose

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "heed/core/error.hpp"
+#include "heed/core/scalar.hpp"
 
 // Byte-level helpers of the safetensors reader and writer: little-endian loads and stores,
 // dtype conversion, and the file's bytes (mapped or read).
@@ -61,8 +62,13 @@ void convert(const std::byte* src, io::DType dtype, index_t count, Scalar* dst, 
       dst[i] = static_cast<Scalar>(to_value(load_le<Stored>(src + static_cast<std::size_t>(i) * sizeof(Stored))));
   };
   auto same = [](auto v) { return v; };
-  constexpr bool floating = std::is_floating_point_v<Scalar>;
+  constexpr bool floating = is_floating_v<Scalar>;
   constexpr bool boolean = std::is_same_v<Scalar, bool>;
+  if constexpr (is_16bit_float_v<Scalar>) {
+    // BF16 into bfloat16, F16 into half: the bits as they are
+    if (dtype == (std::is_same_v<Scalar, bfloat16> ? io::DType::BF16 : io::DType::F16))
+      return each.template operator()<std::uint16_t>([](std::uint16_t bits) { return std::bit_cast<Scalar>(bits); });
+  }
   constexpr bool integral = std::is_integral_v<Scalar> && !boolean;
   switch (dtype) {
     case io::DType::BOOL:

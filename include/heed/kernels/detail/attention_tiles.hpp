@@ -20,7 +20,7 @@ namespace heed::detail {
 inline constexpr index_t default_block_q = 96;
 inline constexpr index_t default_block_k = 256;
 
-// One worker's buffers, reused across its tiles.
+// One worker's buffers, reused across its tiles, in the accumulator type.
 template <class T>
 struct AttentionScratch {
   std::vector<T> scores;      // [block_q, block_k]: S, then P, of the current tile
@@ -32,10 +32,11 @@ struct AttentionScratch {
 };
 
 // O[0:ni, :] = c · O + P V for one key tile: P [ni, nj] (leading dimension ldp), V rows from v
-// (ldv apart), O [ni, dv] (leading dimension dv), c per row (nullptr: O = P V). Full NR-wide
-// column blocks run on the micro-kernel; the last dv % NR columns on a plain loop.
-template <class T>
-void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t nj, const T* v, index_t ldv, index_t dv, T* o,
+// (ldv apart, in V's storage type), O [ni, dv] (leading dimension dv), c per row (nullptr:
+// O = P V). Full NR-wide column blocks run on the micro-kernel; the last dv % NR columns on a
+// plain loop.
+template <class T, class TV>
+void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t nj, const TV* v, index_t ldv, index_t dv, T* o,
                    const T* c) noexcept {
   constexpr index_t MR = simd::AttentionTile<T>::mr, NR = simd::AttentionTile<T>::nr;
   const index_t full = dv / NR * NR;
@@ -48,7 +49,7 @@ void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t nj, const T* v, 
   for (index_t i = 0; i < ni; ++i)
     for (index_t col = full; col < dv; ++col) {
       T sum = c ? c[i] * o[i * dv + col] : T(0);
-      for (index_t j = 0; j < nj; ++j) sum += p[i * ldp + j] * v[j * ldv + col];
+      for (index_t j = 0; j < nj; ++j) sum += p[i * ldp + j] * static_cast<T>(v[j * ldv + col]);
       o[i * dv + col] = sum;
     }
 }
@@ -78,6 +79,7 @@ void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t nj, const T* v, 
 template <class T, class Scorer, class Mask>
 void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weights, const TensorView<const T, 4>& v,
                      Scorer& scorer, const Mask& mask, const AttentionOptions& options) {
+  using Acc = accumulator_t<T>;
   const index_t B = out.size(0), H = out.size(1), Lq = out.size(2), dv = out.size(3), Lk = v.size(2);
   const index_t group = H / v.size(1);  // query heads per key/value head
   TileShape preferred;
@@ -95,7 +97,7 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
 
   if constexpr (requires { scorer.prepare(threads); }) scorer.prepare(threads);
 
-  std::vector<AttentionScratch<T>> scratch(static_cast<std::size_t>(threads));
+  std::vector<AttentionScratch<Acc>> scratch(static_cast<std::size_t>(threads));
   for (auto& s : scratch) {
     s.scores.resize(static_cast<std::size_t>(bq * bk));
     s.acc.resize(static_cast<std::size_t>(bq * dv));
@@ -105,15 +107,15 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
   }
 
   parallel_for(B * H * q_tiles, threads, [&](index_t task, int worker) {
-    AttentionScratch<T>& s = scratch[static_cast<std::size_t>(worker)];
+    AttentionScratch<Acc>& s = scratch[static_cast<std::size_t>(worker)];
     const index_t b = task / (H * q_tiles), h = (task / q_tiles) % H, i0 = (task % q_tiles) * bq;
     const index_t ni = std::min(bq, Lq - i0);
-    T* S = s.scores.data();
-    T* O = s.acc.data();
+    Acc* S = s.scores.data();
+    Acc* O = s.acc.data();
     const index_t ld = bk;
     bool started = false;  // O holds a value (before the first visited tile it is not even zero)
-    std::fill(s.rows.begin(), s.rows.begin() + ni, OnlineSoftmax<T>{});
-    if (with_weights) std::fill(s.m_at.begin(), s.m_at.end(), -std::numeric_limits<T>::infinity());
+    std::fill(s.rows.begin(), s.rows.begin() + ni, OnlineSoftmax<Acc>{});
+    if (with_weights) std::fill(s.m_at.begin(), s.m_at.end(), -std::numeric_limits<Acc>::infinity());
 
     for (index_t jt = 0; jt < k_tiles; ++jt) {
       const index_t j0 = jt * bk, nj = std::min(bk, Lk - j0);
@@ -128,11 +130,12 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
       if (kind == mask::Tile::partial) mask.apply(tile, S, ld);
 
       for (index_t i = 0; i < ni; ++i) {
-        T* row = S + i * ld;
+        Acc* row = S + i * ld;
         // row := exp(row - m_new); exp(m_old - m_new) rescales what was accumulated
         s.correction[static_cast<std::size_t>(i)] = s.rows[static_cast<std::size_t>(i)].update(row, nj);
         if (with_weights) {
-          std::copy(row, row + nj, &weights(b, h, i0 + i, j0));
+          T* w = &weights(b, h, i0 + i, j0);
+          for (index_t j = 0; j < nj; ++j) w[j] = static_cast<T>(row[j]);
           s.m_at[static_cast<std::size_t>(i * k_tiles + jt)] = s.rows[static_cast<std::size_t>(i)].m;
         }
       }
@@ -143,22 +146,27 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
     }
 
     for (index_t i = 0; i < ni; ++i) {
-      const OnlineSoftmax<T>& state = s.rows[static_cast<std::size_t>(i)];
-      const T norm = state.normalizer(options.masked_rows);
+      const OnlineSoftmax<Acc>& state = s.rows[static_cast<std::size_t>(i)];
+      const Acc norm = state.normalizer(options.masked_rows);
       T* o = &out(b, h, i0 + i, 0);
       const index_t os = out.stride(3);
-      for (index_t c = 0; c < dv; ++c) o[c * os] = started ? O[i * dv + c] * norm : norm * T(0);
+      for (index_t c = 0; c < dv; ++c) o[c * os] = static_cast<T>(started ? O[i * dv + c] * norm : norm * Acc(0));
       if (!with_weights) continue;
       T* w = &weights(b, h, i0 + i, 0);
-      if (!(state.l > T(0))) {  // fully masked: the row is all fill (0 is already there)
-        if (options.masked_rows == MaskedRows::nan) std::fill(w, w + Lk, norm);
+      if (!(state.l > Acc(0))) {  // fully masked: the row is all fill (0 is already there)
+        if (options.masked_rows == MaskedRows::nan) std::fill(w, w + Lk, static_cast<T>(norm));
         continue;
       }
       for (index_t jt = 0; jt < k_tiles; ++jt) {
-        const T m_then = s.m_at[static_cast<std::size_t>(i * k_tiles + jt)];
-        if (m_then == -std::numeric_limits<T>::infinity()) continue;  // blocked, or nothing visible yet
+        const Acc m_then = s.m_at[static_cast<std::size_t>(i * k_tiles + jt)];
+        if (m_then == -std::numeric_limits<Acc>::infinity()) continue;  // blocked, or nothing visible yet
         const index_t j0 = jt * bk, nj = std::min(bk, Lk - j0);
-        simd::scale(std::exp(m_then - state.m) * norm, w + j0, nj);
+        const Acc factor = std::exp(m_then - state.m) * norm;
+        if constexpr (std::is_same_v<T, Acc>) {
+          simd::scale(factor, w + j0, nj);
+        } else {  // 16-bit weights: widen, scale, round once more
+          for (index_t j = j0; j < j0 + nj; ++j) w[j] = static_cast<T>(static_cast<Acc>(w[j]) * factor);
+        }
       }
     }
   });

@@ -26,9 +26,10 @@ namespace heed::detail {
 template <class T>
 class DotScorer {
  public:
-  static constexpr index_t MR = simd::AttentionTile<T>::mr, NR = simd::AttentionTile<T>::nr;
+  using Acc = accumulator_t<T>;
+  static constexpr index_t MR = simd::AttentionTile<Acc>::mr, NR = simd::AttentionTile<Acc>::nr;
 
-  DotScorer(TensorView<const T, 4> q, TensorView<const T, 4> k, T scale)
+  DotScorer(TensorView<const T, 4> q, TensorView<const T, 4> k, Acc scale)
       : q_(q), k_(k), scale_(scale), group_(q.size(1) / std::max<index_t>(k.size(1), 1)) {
     if (q.size(2) >= 2 * MR && k.size(2) > 0 && q.size(3) > 0) {
       panel_stride_ = (k.size(2) + NR - 1) / NR * NR * k.size(3);
@@ -47,34 +48,34 @@ class DotScorer {
     prepared_ = true;
   }
 
-  void scores(const TileRef& t, T* out, index_t ld) const {
+  void scores(const TileRef& t, Acc* out, index_t ld) const {
     const index_t d = q_.size(3), hk = t.h / group_;
     if (prepared_ && t.j0 % NR == 0) {
       const T* kt = packed_.data() + (t.b * k_.size(1) + hk) * panel_stride_ + t.j0 * d;
       // panel by panel: a panel of Kᵀ (depth × NR) stays in L1 while every query row block reads it
       for (index_t jp = 0; jp < t.nj; jp += NR)
         for (index_t ir = 0; ir < t.ni; ir += MR)
-          simd::attention_micro_kernel<T>(d, &q_(t.b, t.h, t.i0 + ir, 0), q_.stride(2), std::min(MR, t.ni - ir),
-                                          kt + jp * d, NR, std::min(NR, t.nj - jp), out + ir * ld + jp, ld, nullptr,
-                                          scale_);
+          simd::attention_micro_kernel<Acc>(d, &q_(t.b, t.h, t.i0 + ir, 0), q_.stride(2), std::min(MR, t.ni - ir),
+                                            kt + jp * d, NR, std::min(NR, t.nj - jp), out + ir * ld + jp, ld, nullptr,
+                                            scale_);
       return;
     }
     for (index_t i = 0; i < t.ni; ++i) {
       const T* qi = &q_(t.b, t.h, t.i0 + i, 0);
-      for (index_t j = 0; j < t.nj; ++j) out[i * ld + j] = scale_ * simd::dot(qi, &k_(t.b, hk, t.j0 + j, 0), d);
+      for (index_t j = 0; j < t.nj; ++j) out[i * ld + j] = scale_ * simd::dot_widened(qi, &k_(t.b, hk, t.j0 + j, 0), d);
     }
   }
 
  private:
   TensorView<const T, 4> q_, k_;
-  T scale_;
+  Acc scale_;
   index_t group_;
   index_t panel_stride_ = 0;  // values per (batch, key head) in packed_
   std::vector<T> packed_;     // Kᵀ panels, [B, Hkv, ceil(Lk / NR), d, NR]
   bool prepared_ = false;
 };
 
-// Projected queries and keys, then vᵀ tanh(q' + k') per pair.
+// Projected queries and keys (in the accumulator type), then vᵀ tanh(q' + k') per pair.
 template <class T>
 class AdditiveScorer {
  public:

@@ -52,12 +52,26 @@ class DotScorer {
     const index_t d = q_.size(3), hk = t.h / group_;
     if (prepared_ && t.j0 % NR == 0) {
       const T* kt = packed_.data() + (t.b * k_.size(1) + hk) * panel_stride_ + t.j0 * d;
-      // panel by panel: a panel of Kᵀ (depth × NR) stays in L1 while every query row block reads it
-      for (index_t jp = 0; jp < t.nj; jp += NR)
-        for (index_t ir = 0; ir < t.ni; ir += MR)
-          simd::attention_micro_kernel<Acc>(d, &q_(t.b, t.h, t.i0 + ir, 0), q_.stride(2), std::min(MR, t.ni - ir),
-                                            kt + jp * d, NR, std::min(NR, t.nj - jp), out + ir * ld + jp, ld, nullptr,
-                                            scale_);
+      const auto run = [&](const auto* q, index_t ldq) {
+        // panel by panel: a panel of Kᵀ (depth × NR) stays in L1 while every query row block reads it
+        for (index_t jp = 0; jp < t.nj; jp += NR)
+          for (index_t ir = 0; ir < t.ni; ir += MR)
+            simd::attention_micro_kernel<Acc>(d, q + ir * ldq, ldq, std::min(MR, t.ni - ir), kt + jp * d, NR,
+                                              std::min(NR, t.nj - jp), out + ir * ld + jp, ld, nullptr, scale_);
+      };
+      if constexpr (std::is_same_v<T, Acc>) {
+        run(&q_(t.b, t.h, t.i0, 0), q_.stride(2));
+      } else {
+        // 16-bit queries are widened once per tile (ni × d values, a fraction 1/nj of the tile's
+        // work) rather than at each of the micro-kernel's broadcasts
+        thread_local std::vector<Acc> widened;
+        widened.resize(static_cast<std::size_t>(t.ni * d));
+        for (index_t i = 0; i < t.ni; ++i) {
+          const T* row = &q_(t.b, t.h, t.i0 + i, 0);
+          for (index_t c = 0; c < d; ++c) widened[static_cast<std::size_t>(i * d + c)] = static_cast<Acc>(row[c]);
+        }
+        run(widened.data(), d);
+      }
       return;
     }
     for (index_t i = 0; i < t.ni; ++i) {

@@ -1,0 +1,69 @@
+// The attention micro-kernel (heed/simd/attention_kernel.hpp) against a double loop: full and
+// edge blocks (m_valid < MR, n_valid < NR), with and without the per-row scale of C, A and B
+// strided, B in float and in bfloat16 / half (widened as it is read); and pack_kt's layout.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "heed/core/cast.hpp"
+#include "heed/core/random.hpp"
+#include "heed/simd/attention_kernel.hpp"
+
+namespace {
+
+using heed::index_t;
+namespace simd = heed::simd;
+
+template <class TB>
+void check_block(index_t depth, index_t m_valid, index_t n_valid, bool with_scale) {
+  constexpr index_t MR = simd::AttentionTile<float>::mr, NR = simd::AttentionTile<float>::nr;
+  SCOPED_TRACE(testing::Message() << "depth " << depth << " m_valid " << m_valid << " n_valid " << n_valid << " scale "
+                                  << with_scale << " B " << sizeof(TB) * 8 << "-bit");
+  const index_t lda = depth + 3, ldb = NR + 5, ldc = NR + 2;
+  const auto a = heed::randn<float>({MR, lda}, 1);
+  const auto b = heed::cast<TB>(heed::randn<float>({depth, ldb}, 2));
+  const auto scale = heed::randn<float>({MR}, 3);
+  auto c = heed::randn<float>({MR, ldc}, 4);
+  const auto before = c;
+  simd::attention_micro_kernel<float>(depth, a.data(), lda, m_valid, b.data(), ldb, n_valid, c.data(), ldc,
+                                      with_scale ? scale.data() : nullptr, 0.5f);
+  for (index_t r = 0; r < MR; ++r)
+    for (index_t j = 0; j < ldc; ++j) {
+      if (r >= m_valid || j >= n_valid) {
+        ASSERT_EQ(c(r, j), before(r, j)) << "written outside the block at " << r << "," << j;
+        continue;
+      }
+      double sum = 0;
+      for (index_t kk = 0; kk < depth; ++kk) sum += double(a(r, kk)) * double(float(b(kk, j)));
+      const double want = 0.5 * sum + (with_scale ? double(scale(r)) * double(before(r, j)) : 0.0);
+      ASSERT_NEAR(double(c(r, j)), want, 1e-5 * (1 + std::abs(want)) * double(depth)) << r << "," << j;
+    }
+}
+
+TEST(AttentionMicroKernel, EveryEdgeInFloatAndSixteenBit) {
+  constexpr index_t MR = simd::AttentionTile<float>::mr, NR = simd::AttentionTile<float>::nr;
+  for (index_t depth : {1, 7, 64})
+    for (index_t m_valid : {MR, index_t{1}, MR - 1})
+      for (index_t n_valid : {NR, index_t{1}, NR - 3})
+        for (bool scale : {false, true}) {
+          check_block<float>(depth, m_valid, n_valid, scale);
+          check_block<heed::bfloat16>(depth, m_valid, n_valid, scale);
+          check_block<heed::half>(depth, m_valid, n_valid, scale);
+        }
+}
+
+TEST(AttentionMicroKernel, PackKtLaysKeysOutInPanelsOfNr) {
+  constexpr index_t NR = simd::AttentionTile<float>::nr;
+  const index_t keys = NR + 3, depth = 5, ldk = depth + 2;
+  const auto k = heed::randn<float>({keys, ldk}, 5);
+  std::vector<float> out(static_cast<std::size_t>(2 * depth * NR), -1.0f);
+  simd::pack_kt(k.data(), ldk, keys, depth, out.data());
+  for (index_t p = 0; p < 2; ++p)
+    for (index_t kk = 0; kk < depth; ++kk)
+      for (index_t j = 0; j < NR; ++j) {
+        const index_t key = p * NR + j;
+        EXPECT_EQ(out[static_cast<std::size_t>(p * depth * NR + kk * NR + j)], key < keys ? k(key, kk) : 0.0f);
+      }
+}
+
+}  // namespace

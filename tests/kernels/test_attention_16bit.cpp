@@ -38,7 +38,8 @@ void expect_within_bound(const Inputs<float>& in, ScoreKind score_kind, MaskKind
   const auto vs = heed::cast<T>(in.v_score), bq = heed::cast<T>(in.bq), bk = heed::cast<T>(in.bk);
   // the reference sees exactly the rounded values
   const auto qd = reference::to_double(q), kd = reference::to_double(k), vd = reference::to_double(v);
-  const auto wqd = reference::to_double(wq), wkd = reference::to_double(wk), vsd = reference::to_double(vs);
+  const auto wqd = reference::to_double(wq), wkd = reference::to_double(wk);
+  const auto vsd = reference::to_double(vs);
   const auto bqd = reference::to_double(bq), bkd = reference::to_double(bk);
   const double u = unit_roundoff<T>();
   const Tolerance out_tol{u + 1e-4, 2e-5}, weight_tol{2 * u + 1e-4, 1e-6};

@@ -86,7 +86,7 @@ template <TensorLike Q, TensorLike K, TensorLike V, class Score = ScaledDot, cla
   using T = scalar_of<Q>;
   constexpr std::size_t Rank = rank_of<Q>;
   static_assert(std::is_same_v<scalar_of<K>, T> && std::is_same_v<scalar_of<V>, T>,
-                "q, k and v must have one scalar type");
+                "q, k and v must have one scalar type: convert with heed::cast<T>(tensor)");
   static_assert(rank_of<K> == Rank && rank_of<V> == Rank, "q, k and v must have the same rank");
   static_assert(Rank == 3 || Rank == 4, "attention takes [B, H, L, d] or [B, L, d] tensors");
   const auto q4 = detail::as_heads(as_view(q));

@@ -86,6 +86,31 @@ BENCHMARK(BM_attention_16bit<heed::half>)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Head dims 32-256 on the micro-kernel (N = 1024, one thread); the counter scales with d, so
+// the figures compare directly with BM_attention's d = 64. args: d
+void BM_head_dim(benchmark::State& state) {
+  const index_t n = 1024, dim = state.range(0);
+  const auto q = heed::randn<float>({B, H, n, dim}, 1), k = heed::randn<float>({B, H, n, dim}, 2),
+             v = heed::randn<float>({B, H, n, dim}, 3);
+  for (auto _ : state) {
+    auto r = heed::attention(q, k, v, heed::ScaledDot{}, heed::mask::None{}, {.num_threads = 1});
+    benchmark::DoNotOptimize(r.output.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(4.0 * double(B * H) * double(n) * double(n) * double(dim),
+                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_head_dim)
+    ->ArgName("d")
+    ->Arg(32)
+    ->Arg(64)
+    ->Arg(80)
+    ->Arg(96)
+    ->Arg(128)
+    ->Arg(256)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // Tile sizes, for tuning the defaults (N = 1024, one thread).
 void BM_tiles(benchmark::State& state) {
   const index_t n = 1024;

@@ -4,6 +4,7 @@
 // attention (4·B·L²·E) and, for the encoder layer, the feed-forward block (2 × 2·B·L·E·F).
 #include <benchmark/benchmark.h>
 
+#include "heed/core/cast.hpp"
 #include "heed/core/random.hpp"
 #include "heed/nn.hpp"
 #include "heed/kernels/gemm.hpp"
@@ -68,15 +69,19 @@ void gemm_shapes(benchmark::internal::Benchmark* b) {
       ->UseRealTime();
 }
 
+// Linear in float, and with bfloat16 / half weights and activations (accumulated in float).
+template <class T>
 void BM_linear(benchmark::State& state) {
   const index_t in = state.range(0), out = state.range(1);
   heed::set_num_threads(1);
-  const heed::nn::Linear<float> linear({.in_features = in, .out_features = out});
-  const auto x = heed::randn<float>({gemm_rows, in}, 1);
+  const heed::nn::Linear<T> linear({.in_features = in, .out_features = out});
+  const auto x = heed::cast<T>(heed::randn<float>({gemm_rows, in}, 1));
   for (auto _ : state) benchmark::DoNotOptimize(linear(x).data());
   gemm_counter(state);
 }
-BENCHMARK(BM_linear)->Apply(gemm_shapes);
+BENCHMARK(BM_linear<float>)->Apply(gemm_shapes);
+BENCHMARK(BM_linear<heed::bfloat16>)->Apply(gemm_shapes);
+BENCHMARK(BM_linear<heed::half>)->Apply(gemm_shapes);
 
 void BM_gemm_packed(benchmark::State& state) {
   const index_t in = state.range(0), out = state.range(1);

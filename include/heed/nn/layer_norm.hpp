@@ -1,10 +1,15 @@
 #pragma once
 // LayerNorm = torch.nn.LayerNorm(d) over the last dimension: (x - mean) / sqrt(var + eps) · w + b,
 // with the biased variance (divide by d), as PyTorch computes it. State dict: weight, bias.
+// A bfloat16 or half LayerNorm keeps its parameters 16-bit and normalizes each row in float
+// (widened, normalized, rounded once), as PyTorch's CPU kernel computes 16-bit layer norms.
 
 #include <string>
+#include <vector>
 
+#include "heed/core/cast.hpp"
 #include "heed/core/error.hpp"
+#include "heed/core/scalar.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/nn/weights.hpp"
 #include "heed/simd/vector_ops.hpp"
@@ -43,12 +48,30 @@ class LayerNorm {
   }
 
   /// Normalizes `n` contiguous rows of normalized_shape elements from x into y (y may be x).
-  void rows(const Scalar* x, Scalar* y, index_t n) const noexcept {
+  void rows(const Scalar* x, Scalar* y, index_t n) const {
     const index_t d = options_.normalized_shape;
     const bool affine = options_.elementwise_affine;
-    for (index_t r = 0; r < n; ++r)
-      simd::layer_norm(x + r * d, y + r * d, affine ? weight_.data() : nullptr, affine ? bias_.data() : nullptr,
-                       Scalar(options_.eps), d);
+    if constexpr (is_16bit_float_v<Scalar>) {
+      // the parameters and each row widened to float, the result rounded once
+      thread_local std::vector<float> w, b, row;
+      w.resize(static_cast<std::size_t>(d));
+      b.resize(static_cast<std::size_t>(d));
+      row.resize(static_cast<std::size_t>(d));
+      for (index_t j = 0; j < d; ++j) {
+        w[std::size_t(j)] = static_cast<float>(weight_.data()[j]);
+        b[std::size_t(j)] = static_cast<float>(bias_.data()[j]);
+      }
+      for (index_t r = 0; r < n; ++r) {
+        for (index_t j = 0; j < d; ++j) row[std::size_t(j)] = static_cast<float>(x[r * d + j]);
+        simd::layer_norm(row.data(), row.data(), affine ? w.data() : nullptr, affine ? b.data() : nullptr,
+                         float(options_.eps), d);
+        for (index_t j = 0; j < d; ++j) y[r * d + j] = heed::convert<Scalar>(row[std::size_t(j)]);
+      }
+    } else {
+      for (index_t r = 0; r < n; ++r)
+        simd::layer_norm(x + r * d, y + r * d, affine ? weight_.data() : nullptr, affine ? bias_.data() : nullptr,
+                         Scalar(options_.eps), d);
+    }
   }
 
   template <TensorLike X>

@@ -112,7 +112,7 @@ class Linear {
     const GemmOptions<Scalar> options{.addend = addend, .ld_addend = out.size(1), .relu = relu, .threads = threads};
     if (activation && !relu)
       gemm_nt(x.data(), x.size(1), x.size(0), packed_, out.data(), out.size(1), options,
-              [a = *activation](Scalar* row, index_t, index_t count) { apply_activation(a, row, count); });
+              [a = *activation](auto* row, index_t, index_t count) { apply_activation(a, row, count); });
     else
       gemm_nt(x.data(), x.size(1), x.size(0), packed_, out.data(), out.size(1), options);
   }

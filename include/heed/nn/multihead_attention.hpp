@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 
+#include "heed/core/cast.hpp"
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/attention.hpp"
@@ -126,10 +127,21 @@ class MultiheadAttention {
     MultiheadAttentionResult<Scalar> result{std::move(r.output), {}};
     if (call.need_weights && call.average_attn_weights) {
       const index_t B = r.weights.size(0), H = r.weights.size(1), Lq = r.weights.size(2), Lk = r.weights.size(3);
-      result.weights = Tensor<Scalar, 4>({B, 1, Lq, Lk});
+      using Acc = accumulator_t<Scalar>;  // 16-bit weights are averaged in float, then rounded once
+      Tensor<Acc, 4> mean({B, 1, Lq, Lk});
       for (index_t b = 0; b < B; ++b)
-        for (index_t h = 0; h < H; ++h)
-          simd::axpy(Scalar(1) / Scalar(H), &r.weights(b, h, 0, 0), &result.weights(b, 0, 0, 0), Lq * Lk);
+        for (index_t h = 0; h < H; ++h) {
+          const Scalar* w = &r.weights(b, h, 0, 0);
+          Acc* m = &mean(b, 0, 0, 0);
+          if constexpr (std::is_same_v<Acc, Scalar>)
+            simd::axpy(Acc(1) / Acc(H), w, m, Lq * Lk);
+          else
+            for (index_t i = 0; i < Lq * Lk; ++i) m[i] += static_cast<Acc>(w[i]) / Acc(H);
+        }
+      if constexpr (std::is_same_v<Acc, Scalar>)
+        result.weights = std::move(mean);
+      else
+        result.weights = cast<Scalar>(mean);
     } else {
       result.weights = std::move(r.weights);
     }

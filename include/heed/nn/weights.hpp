@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "heed/core/cast.hpp"
 #include "heed/core/error.hpp"
 #include "heed/core/random.hpp"
 #include "heed/core/tensor.hpp"
@@ -199,8 +200,12 @@ void load_module(Module& module, const Source& source, const std::string& prefix
 /// Not PyTorch's random stream: the same distribution, from heed's seeded generator.
 template <class Scalar, std::size_t Rank>
 [[nodiscard]] Tensor<Scalar, Rank> torch_default_init(const Shape<Rank>& shape, index_t fan_in, std::uint64_t seed) {
-  const Scalar bound = fan_in > 0 ? Scalar(1) / std::sqrt(Scalar(fan_in)) : Scalar(0);
-  return uniform<Scalar, Rank>(shape, -bound, bound, seed);
+  if constexpr (is_16bit_float_v<Scalar>) {
+    return cast<Scalar>(torch_default_init<float, Rank>(shape, fan_in, seed));  // as torch: float, then .to()
+  } else {
+    const Scalar bound = fan_in > 0 ? Scalar(1) / std::sqrt(Scalar(fan_in)) : Scalar(0);
+    return uniform<Scalar, Rank>(shape, -bound, bound, seed);
+  }
 }
 
 }  // namespace heed::nn

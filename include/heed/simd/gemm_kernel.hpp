@@ -12,13 +12,20 @@
 //
 // pack_a has a generic version and, for float on AVX-512, an overload that transposes 12 × 16
 // blocks in registers (the target_isa tag picks it; see simd/arch.hpp).
+//
+// 16-bit storage (bfloat16, half): the tiles are those of the accumulator type (float); pack_a
+// widens A as it packs it, and the micro-kernel widens each row of the (16-bit) W panel as it
+// loads it (simd::load_widened), so C is computed in float. kernels/gemm.hpp keeps that C in a
+// float scratch until its last k block.
 
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
 
+#include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
 #include "heed/simd/arch.hpp"
+#include "heed/simd/convert.hpp"
 
 #if defined(HEED_SIMD_AVX512)
 #include <immintrin.h>
@@ -26,13 +33,14 @@
 
 namespace heed::simd {
 
-/// The blocking of heed's GEMM for scalar T.
+/// The blocking of heed's GEMM for storage type T (a 16-bit type blocks as its accumulator, float).
 template <class T>
 struct GemmTile {
-  static constexpr index_t nr = 2 * static_cast<index_t>(width<T>);  ///< columns of C per micro-kernel
-  static constexpr index_t mr = width<T> >= 16 ? 12 : 6;             ///< rows of C per micro-kernel
-  static constexpr index_t kc = 192;                                 ///< depth of one block
-  static constexpr index_t mc = 16 * mr;                             ///< rows of A packed at once
+  static constexpr std::size_t lanes = width<accumulator_t<T>>;
+  static constexpr index_t nr = 2 * static_cast<index_t>(lanes);  ///< columns of C per micro-kernel
+  static constexpr index_t mr = lanes >= 16 ? 12 : 6;             ///< rows of C per micro-kernel
+  static constexpr index_t kc = 192;                              ///< depth of one block
+  static constexpr index_t mc = 16 * mr;                          ///< rows of A packed at once
 };
 
 /// Asks for the cache lines of the `n` values from p, the `part`-th of `parts` equal shares of
@@ -48,10 +56,13 @@ inline void prefetch_share(const T* p, index_t n, index_t part, index_t parts) n
 
 /// One MR × NR tile: c[r, j] = (src ? src[r, j] : 0) + sum_kk a[kk · MR + r] · b[kk · NR + j]
 /// (+ bias[j], then max(·, 0) if relu) for kk < kc; src has leading dimension lds and may be c.
-/// Only rows < m_valid and columns < n_valid are read from src and written.
-template <class T>
-inline void gemm_micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T* src, index_t lds,
+/// Only rows < m_valid and columns < n_valid are read from src and written. T is the
+/// accumulator type; b may be stored in a 16-bit type B, widened as it is loaded.
+template <class T, class B = T>
+inline void gemm_micro_kernel(index_t kc, const T* a, const B* b, T* c, index_t ldc, const T* src, index_t lds,
                               const T* bias, bool relu, index_t m_valid, index_t n_valid) noexcept {
+  static_assert(std::is_same_v<accumulator_t<B>, T>,
+                "the W panel must be stored as T or as a 16-bit type widening to T");
   constexpr index_t MR = GemmTile<T>::mr, NR = GemmTile<T>::nr, W = static_cast<index_t>(width<T>);
   // The tile of C (and of the addend) is needed only after the k loop, and inside a model it
   // is usually in L3 by then: ask for its lines now, so that the loads at the end do not wait.
@@ -71,7 +82,7 @@ inline void gemm_micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t 
   for (index_t r = 0; r < MR; ++r) acc0[r] = init0, acc1[r] = init1;
   HEED_UNROLL(8)
   for (index_t kk = 0; kk < kc; ++kk) {
-    const batch<T> b0 = load(b + kk * NR), b1 = load(b + kk * NR + W);
+    const batch<T> b0 = load_widened(b + kk * NR), b1 = load_widened(b + kk * NR + W);
     const T* ak = a + kk * MR;
     for (index_t r = 0; r < MR; ++r) {
       const batch<T> ar = broadcast(ak[r]);
@@ -112,13 +123,13 @@ inline void gemm_micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t 
 inline constexpr index_t pack_a_slack = 16;
 
 /// One micro-panel: rows [0, mr) of a (leading dimension lda), depth [0, kc), stored k-major
-/// as out[kk · MR + r], rows mr..MR-1 zero. The generic version.
+/// as out[kk · MR + r], rows mr..MR-1 zero, widened to the accumulator type. The generic version.
 template <class T>
-inline void pack_a_panel(const T* a, index_t lda, index_t mr, index_t kc, T* out, generic_isa) noexcept {
+inline void pack_a_panel(const T* a, index_t lda, index_t mr, index_t kc, accumulator_t<T>* out, generic_isa) noexcept {
   constexpr index_t MR = GemmTile<T>::mr;
   for (index_t kk = 0; kk < kc; ++kk) {
-    for (index_t r = 0; r < mr; ++r) out[kk * MR + r] = a[r * lda + kk];
-    for (index_t r = mr; r < MR; ++r) out[kk * MR + r] = T(0);
+    for (index_t r = 0; r < mr; ++r) out[kk * MR + r] = widen(a[r * lda + kk]);
+    for (index_t r = mr; r < MR; ++r) out[kk * MR + r] = accumulator_t<T>(0);
   }
 }
 
@@ -164,9 +175,9 @@ inline void pack_a_panel(const float* a, index_t lda, index_t mr, index_t kc, fl
 #endif
 
 /// A[rows, 0 : kc] (leading dimension lda) → MR-row micro-panels, one after another, each
-/// k-major (zero rows past `rows`): what gemm_micro_kernel reads as `a`.
+/// k-major (zero rows past `rows`), in the accumulator type: what gemm_micro_kernel reads as `a`.
 template <class T>
-inline void pack_a(const T* a, index_t lda, index_t rows, index_t kc, T* out) noexcept {
+inline void pack_a(const T* a, index_t lda, index_t rows, index_t kc, accumulator_t<T>* out) noexcept {
   constexpr index_t MR = GemmTile<T>::mr;
   for (index_t i0 = 0; i0 < rows; i0 += MR, out += kc * MR)
     pack_a_panel(a + i0 * lda, lda, std::min(MR, rows - i0), kc, out, target_isa{});

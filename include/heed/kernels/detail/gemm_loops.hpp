@@ -1,0 +1,118 @@
+#pragma once
+#include "heed/core/detail/internal_header_check.hpp"
+// The loops of heed::gemm_nt (kernels/gemm.hpp describes the blocking): one for float and
+// double, which computes C in place, and one for 16-bit storage, which keeps each worker's block
+// of C in float until the last k block. Packed is a PackedMatrix, Options a GemmOptions.
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
+#include "heed/core/cast.hpp"
+#include "heed/core/parallel.hpp"
+#include "heed/core/scalar.hpp"
+#include "heed/core/shape.hpp"
+#include "heed/simd/gemm_kernel.hpp"
+
+namespace heed {
+struct NoEpilogue;
+}
+
+namespace heed::detail {
+
+// gemm_nt for float and double: C is computed in place, k block after k block.
+template <class T, class Packed, class Options, class Epilogue>
+void gemm_nt_native(const T* a, index_t lda, index_t m, const Packed& w, T* c, index_t ldc, const Options& options,
+                    const Epilogue& epilogue) {
+  using Tile = simd::GemmTile<T>;
+  constexpr index_t MR = Tile::mr, NR = Tile::nr, KC = Tile::kc, MC = Tile::mc;
+  const index_t n = w.rows(), k = w.cols();
+  const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC;
+  const int threads = options.threads > 0 ? options.threads : num_threads();
+  parallel_for(row_blocks, static_cast<int>(std::min<index_t>(threads, row_blocks)), [&](index_t block, int) {
+    // The packed A block lives as long as the thread: no allocation (and no page faults) per call.
+    thread_local std::vector<T> packed;
+    if (packed.size() < static_cast<std::size_t>(MC * KC + simd::pack_a_slack))
+      packed.resize(static_cast<std::size_t>(MC * KC + simd::pack_a_slack));
+    const index_t i0 = block * MC, mc = std::min(MC, m - i0);
+    for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
+      const index_t kc = std::min(KC, k - k0);
+      simd::pack_a(a + i0 * lda + k0, lda, mc, kc, packed.data());
+      const bool last = k0 + KC >= k;
+      // what the first k block adds to: the addend, C itself, or nothing; later blocks add to C
+      const T* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
+      const index_t lds = src == c ? ldc : options.ld_addend;
+      const index_t tiles = (mc + MR - 1) / MR;
+      for (index_t p = 0; p < panels; ++p) {
+        const T* b = w.panel(p, k0);
+        const index_t n_valid = std::min(NR, n - p * NR);
+        for (index_t ir = 0; ir < mc; ir += MR) {
+          T* tile = c + (i0 + ir) * ldc + p * NR;
+          const T* tile_src = src ? src + (i0 + ir) * lds + p * NR : nullptr;
+          const index_t m_valid = std::min(MR, mc - ir);
+          if (p + 1 < panels) simd::prefetch_share(w.panel(p + 1, k0), kc * NR, ir / MR, tiles);
+          simd::gemm_micro_kernel(kc, packed.data() + ir * kc, b, tile, ldc, tile_src, lds, last ? w.bias(p) : nullptr,
+                                  last && options.relu, m_valid, n_valid);
+          if constexpr (!std::is_same_v<Epilogue, NoEpilogue>)
+            if (last)
+              for (index_t r = 0; r < m_valid; ++r) epilogue(tile + r * ldc, p * NR, n_valid);
+        }
+      }
+      if (k == 0) break;
+    }
+  });
+}
+
+// gemm_nt for 16-bit storage: the same blocking, with each worker's block of C in a float
+// scratch [mc, panels · NR] from the first k block to the last.
+template <class T, class Packed, class Options, class Epilogue>
+void gemm_nt_widened(const T* a, index_t lda, index_t m, const Packed& w, T* c, index_t ldc, const Options& options,
+                     const Epilogue& epilogue) {
+  using Acc = accumulator_t<T>;
+  using Tile = simd::GemmTile<T>;
+  constexpr index_t MR = Tile::mr, NR = Tile::nr, KC = Tile::kc, MC = Tile::mc;
+  const index_t n = w.rows(), k = w.cols();
+  const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC, ld = panels * NR;
+  const int threads = options.threads > 0 ? options.threads : num_threads();
+  // what C starts from: the addend, C itself (accumulate), or zero
+  const T* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
+  const index_t ld_init = options.addend ? options.ld_addend : ldc;
+  parallel_for(row_blocks, static_cast<int>(std::min<index_t>(threads, row_blocks)), [&](index_t block, int) {
+    thread_local std::vector<Acc> packed, scratch;
+    if (packed.size() < static_cast<std::size_t>(MC * KC + simd::pack_a_slack))
+      packed.resize(static_cast<std::size_t>(MC * KC + simd::pack_a_slack));
+    if (scratch.size() < static_cast<std::size_t>(MC * ld)) scratch.resize(static_cast<std::size_t>(MC * ld));
+    const index_t i0 = block * MC, mc = std::min(MC, m - i0);
+    if (init)
+      for (index_t r = 0; r < mc; ++r)
+        for (index_t j = 0; j < n; ++j)
+          scratch[std::size_t(r * ld + j)] = static_cast<Acc>(init[(i0 + r) * ld_init + j]);
+    for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
+      const index_t kc = std::min(KC, k - k0);
+      simd::pack_a(a + i0 * lda + k0, lda, mc, kc, packed.data());
+      const bool last = k0 + KC >= k;
+      const bool add = k0 > 0 || init;
+      const index_t tiles = (mc + MR - 1) / MR;
+      for (index_t p = 0; p < panels; ++p) {
+        const T* b = w.panel(p, k0);
+        const index_t n_valid = std::min(NR, n - p * NR);
+        for (index_t ir = 0; ir < mc; ir += MR) {
+          Acc* tile = scratch.data() + ir * ld + p * NR;
+          if (p + 1 < panels) simd::prefetch_share(w.panel(p + 1, k0), kc * NR, ir / MR, tiles);
+          simd::gemm_micro_kernel(kc, packed.data() + ir * kc, b, tile, ld, add ? tile : nullptr, ld,
+                                  last ? w.bias(p) : nullptr, last && options.relu, std::min(MR, mc - ir), n_valid);
+        }
+      }
+      if (k == 0) break;
+    }
+    for (index_t r = 0; r < mc; ++r) {
+      Acc* row = scratch.data() + r * ld;
+      if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) epilogue(row, index_t(0), n);
+      T* out = c + (i0 + r) * ldc;
+      for (index_t j = 0; j < n; ++j) out[j] = heed::convert<T>(row[j]);
+    }
+  });
+}
+
+}  // namespace heed::detail

@@ -1,4 +1,5 @@
-// MultiheadAttention and TransformerEncoderLayer at the shapes of issue #4, fp32.
+// MultiheadAttention and TransformerEncoderLayer at the shapes of issue #4: float, and bfloat16 /
+// half (weights and activations 16-bit, accumulated in float; one thread).
 //   cmake --workflow --preset release && build/release/benchmarks/heed_bench_nn_modules
 // GFLOP/s counts every multiply-add of the module: the four E×E projections (2·B·L·E² each),
 // attention (4·B·L²·E) and, for the encoder layer, the feed-forward block (2 × 2·B·L·E·F).
@@ -25,11 +26,12 @@ void counters(benchmark::State& state, double flops, index_t B, index_t L) {
 }
 
 // args: B, L, threads
+template <class T>
 void BM_multihead_attention(benchmark::State& state) {
   const index_t B = state.range(0), L = state.range(1);
   heed::set_num_threads(static_cast<int>(state.range(2)));
-  const heed::nn::MultiheadAttention<float> mha({.embed_dim = E, .num_heads = H});
-  const auto x = heed::randn<float>({B, L, E}, 1);
+  const heed::nn::MultiheadAttention<T> mha({.embed_dim = E, .num_heads = H});
+  const auto x = heed::cast<T>(heed::randn<float>({B, L, E}, 1));
   for (auto _ : state) {
     auto r = mha(x, x, x, {.need_weights = false});
     benchmark::DoNotOptimize(r.output.data());
@@ -37,11 +39,12 @@ void BM_multihead_attention(benchmark::State& state) {
   counters(state, mha_flops(B, L), B, L);
 }
 
+template <class T>
 void BM_transformer_encoder_layer(benchmark::State& state) {
   const index_t B = state.range(0), L = state.range(1);
   heed::set_num_threads(static_cast<int>(state.range(2)));
-  const heed::nn::TransformerEncoderLayer<float> layer({.d_model = E, .nhead = H, .dim_feedforward = F});
-  const auto x = heed::randn<float>({B, L, E}, 1);
+  const heed::nn::TransformerEncoderLayer<T> layer({.d_model = E, .nhead = H, .dim_feedforward = F});
+  const auto x = heed::cast<T>(heed::randn<float>({B, L, E}, 1));
   for (auto _ : state) {
     auto y = layer(x);
     benchmark::DoNotOptimize(y.data());
@@ -105,7 +108,18 @@ void shapes(benchmark::internal::Benchmark* b) {
   }
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
-BENCHMARK(BM_multihead_attention)->Apply(shapes);
-BENCHMARK(BM_transformer_encoder_layer)->Apply(shapes);
+void one_thread_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"B", "L", "threads"})
+      ->Args({8, 128, 1})
+      ->Args({1, 1024, 1})
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+}
+BENCHMARK(BM_multihead_attention<float>)->Apply(shapes);
+BENCHMARK(BM_transformer_encoder_layer<float>)->Apply(shapes);
+BENCHMARK(BM_multihead_attention<heed::bfloat16>)->Apply(one_thread_shapes);
+BENCHMARK(BM_transformer_encoder_layer<heed::bfloat16>)->Apply(one_thread_shapes);
+BENCHMARK(BM_multihead_attention<heed::half>)->Apply(one_thread_shapes);
+BENCHMARK(BM_transformer_encoder_layer<heed::half>)->Apply(one_thread_shapes);
 
 }  // namespace

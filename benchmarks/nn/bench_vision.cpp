@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "heed/core/cast.hpp"
 #include "heed/core/random.hpp"
 #include "heed/nn.hpp"
 
@@ -15,8 +16,8 @@ namespace {
 using heed::index_t;
 const heed::Shape<4> shape{4, 256, 32, 32};
 
-void set_counters(benchmark::State& state) {
-  const double bytes = 2.0 * double(heed::numel(shape)) * sizeof(float);
+void set_counters(benchmark::State& state, std::size_t element_size = sizeof(float)) {
+  const double bytes = 2.0 * double(heed::numel(shape)) * double(element_size);
   state.counters["GB/s"] =
       benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   state.counters["images/s"] = benchmark::Counter(double(shape[0]), benchmark::Counter::kIsIterationInvariantRate);
@@ -59,9 +60,24 @@ void BM_cbam(benchmark::State& state) {
   run(state, heed::nn::CBAM<float>({.channels = 256, .reduction = 16, .kernel_size = 7}));
 }
 
+// CBAM on a bfloat16 / half tensor (half the bytes; computed in float), one thread.
+template <class T>
+void BM_cbam_16bit(benchmark::State& state) {
+  heed::set_num_threads(1);
+  const heed::nn::CBAM<T> cbam({.channels = 256, .reduction = 16, .kernel_size = 7});
+  const auto x = heed::cast<T>(heed::randn<float>(shape, 1));
+  for (auto _ : state) {
+    auto y = cbam(x);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_counters(state, sizeof(T));
+}
+
 BENCHMARK(BM_copy)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_se)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_spatial)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_cbam)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_cbam_16bit<heed::bfloat16>)->UseRealTime();
+BENCHMARK(BM_cbam_16bit<heed::half>)->UseRealTime();
 
 }  // namespace

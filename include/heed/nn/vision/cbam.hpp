@@ -9,6 +9,7 @@
 // State dict: channel_attn.2.weight [C/r, C], channel_attn.4.weight [C, C/r],
 // spatial_attn.0.weight [1, 2, k, k].
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -71,18 +72,26 @@ class CBAM {
     const index_t B = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3), plane = H * W;
     CBAMResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 2>({B, C}),
                          Tensor<Scalar, 4>({B, 1, H, W})};
-    // scratch: pooled [C], hidden [C], mean/max [2, plane]
-    detail::for_each_sample<Scalar>(B, 2 * C + 2 * plane, [&](index_t b, Scalar* scratch) {
-      const Scalar* xb = in.data() + b * C * plane;
-      Scalar* ca = &r.channel_weights(b, 0);
-      Scalar* sa = &r.spatial_map(b, 0, 0, 0);
-      Scalar* mean_max = scratch + 2 * C;
+    using A = accumulator_t<Scalar>;
+    // scratch: pooled [C], hidden [C], the channel gate [C], mean/max [2, plane], the map
+    // [plane], then (16-bit) the widened sample and a row
+    const index_t floats = 3 * C + 3 * plane + detail::widening_scratch<Scalar>(C, plane);
+    detail::for_each_sample<A>(B, floats, [&](index_t b, A* scratch) {
+      A* ca = scratch + 2 * C;
+      A* mean_max = ca + C;
+      A* sa = mean_max + 2 * plane;
+      A* wide = sa + plane;
+      A* row = wide + C * plane;
+      const A* xb = detail::widened_sample(in.data() + b * C * plane, C * plane, wide);
       detail::plane_means(xb, C, plane, scratch);
       channel_.row(scratch, scratch + C, ca);
       detail::scaled_mean_max_over_channels(xb, ca, C, plane, mean_max, mean_max + plane);
       spatial_.row(mean_max, H, W, sa);
+      detail::write_row(&r.channel_weights(b, 0), C, row, [&](A* g) { std::copy(ca, ca + C, g); });
+      detail::write_row(&r.spatial_map(b, 0, 0, 0), plane, row, [&](A* m) { std::copy(sa, sa + plane, m); });
       for (index_t c = 0; c < C; ++c)
-        simd::multiply_scaled(ca[c], xb + c * plane, sa, r.output.data() + (b * C + c) * plane, plane);
+        detail::write_row(r.output.data() + (b * C + c) * plane, plane, row,
+                          [&](A* y) { simd::multiply_scaled(ca[c], xb + c * plane, sa, y, plane); });
     });
     return r;
   }

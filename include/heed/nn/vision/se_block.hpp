@@ -6,6 +6,7 @@
 // or torchvision's SqueezeExcitation (fc1.weight/bias, fc2.weight/bias as 1×1 convolutions).
 // Per sample: pool, gate, scale; the sample stays in cache between the two reads.
 
+#include <algorithm>
 #include <string>
 
 #include "heed/core/error.hpp"
@@ -70,13 +71,22 @@ class SEBlock {
     const auto in = detail::dense_input<Scalar>(x, options_.channels, "SEBlock", storage);
     const index_t B = in.size(0), C = in.size(1), plane = in.size(2) * in.size(3);
     ChannelAttentionResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 2>({B, C})};
-    detail::for_each_sample<Scalar>(B, 2 * C, [&](index_t b, Scalar* scratch) {
-      const Scalar* xb = in.data() + b * C * plane;
-      Scalar* gate = &r.channel_weights(b, 0);
+    using A = accumulator_t<Scalar>;
+    // scratch: pooled [C], hidden [C], then (16-bit) the widened sample and a row
+    detail::for_each_sample<A>(B, 2 * C + detail::widening_scratch<Scalar>(C, plane), [&](index_t b, A* scratch) {
+      A* wide = scratch + 2 * C;
+      A* row = wide + C * plane;
+      const A* xb = detail::widened_sample(in.data() + b * C * plane, C * plane, wide);
       detail::plane_means(xb, C, plane, scratch);
-      gate_.row(scratch, scratch + C, gate);
+      const A* gate =
+          detail::write_row(&r.channel_weights(b, 0), C, row, [&](A* g) { gate_.row(scratch, scratch + C, g); });
+      if constexpr (is_16bit_float_v<Scalar>) {  // the gate leaves `row` for a copy: it is C values
+        std::copy(gate, gate + C, scratch + C);
+        gate = scratch + C;
+      }
       for (index_t c = 0; c < C; ++c)
-        simd::scale_into(gate[c], xb + c * plane, r.output.data() + (b * C + c) * plane, plane);
+        detail::write_row(r.output.data() + (b * C + c) * plane, plane, row,
+                          [&](A* y) { simd::scale_into(gate[c], xb + c * plane, y, plane); });
     });
     return r;
   }

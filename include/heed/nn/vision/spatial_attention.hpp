@@ -4,6 +4,7 @@
 //   k×k convolution on a 2-channel
 // map, one pass to scale. State dict: conv.weight [1, 2, k, k].
 
+#include <algorithm>
 #include <string>
 
 #include "heed/core/parallel.hpp"
@@ -56,12 +57,20 @@ class SpatialAttention {
     const auto in = detail::dense_input<Scalar>(x, 0, "SpatialAttention", storage);
     const index_t B = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3), plane = H * W;
     SpatialAttentionResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 4>({B, 1, H, W})};
-    detail::for_each_sample<Scalar>(B, 2 * plane, [&](index_t b, Scalar* mean_max) {
-      const Scalar* xb = in.data() + b * C * plane;
-      Scalar* map = &r.spatial_map(b, 0, 0, 0);
+    using A = accumulator_t<Scalar>;
+    // scratch: mean/max [2, plane], the map [plane], then (16-bit) the widened sample and a row
+    detail::for_each_sample<A>(B, 3 * plane + detail::widening_scratch<Scalar>(C, plane), [&](index_t b, A* scratch) {
+      A* mean_max = scratch;
+      A* wide = scratch + 3 * plane;
+      A* row = wide + C * plane;
+      const A* xb = detail::widened_sample(in.data() + b * C * plane, C * plane, wide);
       detail::mean_max_over_channels(xb, C, plane, mean_max, mean_max + plane);
+      A* map = scratch + 2 * plane;
       gate_.row(mean_max, H, W, map);
-      for (index_t c = 0; c < C; ++c) simd::multiply(xb + c * plane, map, r.output.data() + (b * C + c) * plane, plane);
+      detail::write_row(&r.spatial_map(b, 0, 0, 0), plane, row, [&](A* m) { std::copy(map, map + plane, m); });
+      for (index_t c = 0; c < C; ++c)
+        detail::write_row(r.output.data() + (b * C + c) * plane, plane, row,
+                          [&](A* y) { simd::multiply(xb + c * plane, map, y, plane); });
     });
     return r;
   }

@@ -3,7 +3,9 @@
 // The squeeze-and-excitation gate shared by SEBlock and CBAM's channel attention:
 //   s = sigmoid(W2 · relu(W1 · mean_hw(x) + b1) + b2)        [B, C]
 // (Hu et al. 2018, https://arxiv.org/abs/1709.01507). The seeds' layout has no biases;
-// torchvision's SqueezeExcitation has them (1×1 convolutions fc1, fc2).
+// torchvision's SqueezeExcitation has them (1×1 convolutions fc1, fc2). The weights are kept in
+// the accumulator type (a few KB; a 16-bit module's are rounded to 16 bits as they load, as
+// torch's .to(dtype) would, then widened) and the gate is computed in it.
 
 #include <string>
 
@@ -13,6 +15,7 @@
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/nn/weights.hpp"
+#include "heed/nn/vision/detail/per_sample.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::detail {
@@ -20,11 +23,12 @@ namespace heed::detail {
 template <class Scalar>
 class ChannelGate {
  public:
+  using A = accumulator_t<Scalar>;
   ChannelGate() = default;
   ChannelGate(index_t channels, index_t hidden, std::uint64_t seed)
-      : w1_(nn::torch_default_init<Scalar, 2>({hidden, channels}, channels, seed)),
+      : w1_(widened_parameter<A>(nn::torch_default_init<Scalar, 2>({hidden, channels}, channels, seed))),
         b1_({hidden}),
-        w2_(nn::torch_default_init<Scalar, 2>({channels, hidden}, hidden, seed + 1)),
+        w2_(widened_parameter<A>(nn::torch_default_init<Scalar, 2>({channels, hidden}, hidden, seed + 1))),
         b2_({channels}) {}
 
   [[nodiscard]] index_t channels() const noexcept { return w1_.size(1); }
@@ -34,10 +38,10 @@ class ChannelGate {
   // `first` and `second` (e.g. "excitation.0.", "excitation.2.").
   template <nn::WeightSource S>
   void load_linear(const nn::Loader<S>& from, const std::string& first, const std::string& second) {
-    w1_ = from.template take<Scalar, 2>(first + "weight", {hidden(), channels()});
-    w2_ = from.template take<Scalar, 2>(second + "weight", {channels(), hidden()});
-    b1_ = Tensor<Scalar, 1>({hidden()});
-    b2_ = Tensor<Scalar, 1>({channels()});
+    w1_ = widened_parameter<A>(from.template take<Scalar, 2>(first + "weight", {hidden(), channels()}));
+    w2_ = widened_parameter<A>(from.template take<Scalar, 2>(second + "weight", {channels(), hidden()}));
+    b1_ = Tensor<A, 1>({hidden()});
+    b2_ = Tensor<A, 1>({channels()});
   }
 
   // torchvision.ops.SqueezeExcitation: fc1 / fc2, 1×1 convolutions with biases.
@@ -45,15 +49,15 @@ class ChannelGate {
   void load_torchvision(const nn::Loader<S>& from) {
     const auto fc1 = from.template take<Scalar, 4>("fc1.weight", {hidden(), channels(), 1, 1});
     const auto fc2 = from.template take<Scalar, 4>("fc2.weight", {channels(), hidden(), 1, 1});
-    w1_ = Tensor<Scalar, 2>(fc1.view().reshape(Shape<2>{hidden(), channels()}));
-    w2_ = Tensor<Scalar, 2>(fc2.view().reshape(Shape<2>{channels(), hidden()}));
-    b1_ = from.template take<Scalar, 1>("fc1.bias", {hidden()});
-    b2_ = from.template take<Scalar, 1>("fc2.bias", {channels()});
+    w1_ = widened_parameter<A>(Tensor<Scalar, 2>(fc1.view().reshape(Shape<2>{hidden(), channels()})));
+    w2_ = widened_parameter<A>(Tensor<Scalar, 2>(fc2.view().reshape(Shape<2>{channels(), hidden()})));
+    b1_ = widened_parameter<A>(from.template take<Scalar, 1>("fc1.bias", {hidden()}));
+    b2_ = widened_parameter<A>(from.template take<Scalar, 1>("fc2.bias", {channels()}));
   }
 
   // One sample: pooled [C] → gate [C]; `hidden_scratch` holds hidden() values.
-  void row(const Scalar* pooled, Scalar* hidden_scratch, Scalar* gate) const {
-    using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+  void row(const A* pooled, A* hidden_scratch, A* gate) const {
+    using Vector = Eigen::Matrix<A, Eigen::Dynamic, 1>;
     const Eigen::Map<const Vector> p(pooled, channels());
     Eigen::Map<Vector> h(hidden_scratch, hidden());
     Eigen::Map<Vector> g(gate, channels());
@@ -66,10 +70,10 @@ class ChannelGate {
   }
 
  private:
-  Tensor<Scalar, 2> w1_;  // [hidden, C]
-  Tensor<Scalar, 1> b1_;  // [hidden], zeros in the seeds' layout
-  Tensor<Scalar, 2> w2_;  // [C, hidden]
-  Tensor<Scalar, 1> b2_;  // [C]
+  Tensor<A, 2> w1_;  // [hidden, C]
+  Tensor<A, 1> b1_;  // [hidden], zeros in the seeds' layout
+  Tensor<A, 2> w2_;  // [C, hidden]
+  Tensor<A, 1> b2_;  // [C]
 };
 
 // Throws ShapeError unless `channels` and `reduction` give a hidden size of at least 1.

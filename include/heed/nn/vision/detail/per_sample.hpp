@@ -3,13 +3,19 @@
 // What SEBlock, SpatialAttention and CBAM share: input validation, and the per-sample loop.
 // Each module runs its whole pipeline on one sample at a time (a [C, H, W] sample of the seed's
 // shape is 1 MiB and stays in L2), so x is read from memory once and y written once, and
-// samples run in parallel.
+// samples run in parallel. A bfloat16 or half module widens each sample into a float buffer,
+// runs the same float pipeline on it, and rounds each output value once as it writes it.
 
+#include <algorithm>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "heed/core/cast.hpp"
 #include "heed/core/error.hpp"
 #include "heed/core/parallel.hpp"
+#include "heed/core/scalar.hpp"
 #include "heed/core/tensor.hpp"
 
 namespace heed::detail {
@@ -36,6 +42,47 @@ void for_each_sample(index_t samples, index_t floats, Body&& body) {
                                            std::vector<Scalar>(static_cast<std::size_t>(floats)));
   parallel_for(samples, workers,
                [&](index_t b, int worker) { body(b, scratch[static_cast<std::size_t>(worker)].data()); });
+}
+
+// A parameter of storage type Scalar in the accumulator type A.
+template <class A, class Scalar, std::size_t Rank>
+Tensor<A, Rank> widened_parameter(Tensor<Scalar, Rank>&& t) {
+  if constexpr (std::is_same_v<A, Scalar>)
+    return std::move(t);
+  else
+    return cast<A>(t);
+}
+
+// The extra scratch a 16-bit module needs per sample: the widened sample and one output row.
+template <class Scalar>
+index_t widening_scratch(index_t C, index_t plane) {
+  return is_16bit_float_v<Scalar> ? C * plane + std::max(C, plane) : 0;
+}
+
+// The n values of a sample in the accumulator type: x itself for float and double, else
+// widened into `buffer`.
+template <class Scalar>
+const accumulator_t<Scalar>* widened_sample(const Scalar* x, index_t n, accumulator_t<Scalar>* buffer) {
+  if constexpr (std::is_same_v<accumulator_t<Scalar>, Scalar>) {
+    return x;
+  } else {
+    for (index_t i = 0; i < n; ++i) buffer[i] = static_cast<accumulator_t<Scalar>>(x[i]);
+    return buffer;
+  }
+}
+
+// compute(row) writes n accumulator values: straight into out for float and double, else into
+// `buffer`, then rounded into out. Returns the accumulator values (out or buffer).
+template <class Scalar, class Compute>
+const accumulator_t<Scalar>* write_row(Scalar* out, index_t n, accumulator_t<Scalar>* buffer, Compute&& compute) {
+  if constexpr (std::is_same_v<accumulator_t<Scalar>, Scalar>) {
+    compute(out);
+    return out;
+  } else {
+    compute(buffer);
+    for (index_t i = 0; i < n; ++i) out[i] = heed::convert<Scalar>(buffer[i]);
+    return buffer;
+  }
 }
 
 }  // namespace heed::detail

@@ -10,6 +10,7 @@
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/conv2d.hpp"
 #include "heed/nn/weights.hpp"
+#include "heed/nn/vision/detail/per_sample.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::detail {
@@ -21,30 +22,32 @@ inline void check_kernel_size(const char* who, index_t k) {
     throw ShapeError(std::string("heed::nn::") + who + ": kernel_size must be odd and >= 1, got " + std::to_string(k));
 }
 
+// The weight is kept in the accumulator type, as ChannelGate's (channel_gate.hpp).
 template <class Scalar>
 class SpatialGate {
  public:
+  using A = accumulator_t<Scalar>;
   SpatialGate() = default;
   SpatialGate(index_t kernel_size, std::uint64_t seed)
-      : weight_(
-            nn::torch_default_init<Scalar, 4>({1, 2, kernel_size, kernel_size}, 2 * kernel_size * kernel_size, seed)) {}
+      : weight_(widened_parameter<A>(nn::torch_default_init<Scalar, 4>({1, 2, kernel_size, kernel_size},
+                                                                       2 * kernel_size * kernel_size, seed))) {}
 
   [[nodiscard]] index_t kernel_size() const noexcept { return weight_.size(2); }
 
   template <nn::WeightSource S>
   void load(const nn::Loader<S>& from, const std::string& name) {
-    weight_ = from.template take<Scalar, 4>(name, {1, 2, kernel_size(), kernel_size()});
+    weight_ = widened_parameter<A>(from.template take<Scalar, 4>(name, {1, 2, kernel_size(), kernel_size()}));
   }
 
   // One sample: mean_max [2, H, W] → map [H, W] (contiguous).
-  void row(const Scalar* mean_max, index_t H, index_t W, Scalar* map) const {
-    const TensorView<const Scalar, 4> in(mean_max, {1, 2, H, W});
-    conv2d_direct<Scalar>(in, weight_.view(), {}, TensorView<Scalar, 4>(map, {1, 1, H, W}), kernel_size() / 2, 1, 1);
+  void row(const A* mean_max, index_t H, index_t W, A* map) const {
+    const TensorView<const A, 4> in(mean_max, {1, 2, H, W});
+    conv2d_direct<A>(in, weight_.view(), {}, TensorView<A, 4>(map, {1, 1, H, W}), kernel_size() / 2, 1, 1);
     simd::sigmoid(map, map, H * W);
   }
 
  private:
-  Tensor<Scalar, 4> weight_;  // [1, 2, k, k]
+  Tensor<A, 4> weight_;  // [1, 2, k, k]
 };
 
 }  // namespace heed::detail

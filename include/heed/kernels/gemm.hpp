@@ -40,7 +40,7 @@ namespace heed {
 template <class T>
 class PackedMatrix {
  public:
-  using Acc = accumulator_t<T>;
+  using Acc = accumulator_t<T>;  ///< the type of the bias and of the arithmetic (float for 16-bit T)
   PackedMatrix() = default;
   /// Packs w [n, k] (row-major) and, if given, bias [n].
   PackedMatrix(const T* w, index_t n, index_t k, const T* bias = nullptr) : n_(n), k_(k) {

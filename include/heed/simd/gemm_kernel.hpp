@@ -36,7 +36,7 @@ namespace heed::simd {
 /// The blocking of heed's GEMM for storage type T (a 16-bit type blocks as its accumulator, float).
 template <class T>
 struct GemmTile {
-  static constexpr std::size_t lanes = width<accumulator_t<T>>;
+  static constexpr std::size_t lanes = width<accumulator_t<T>>;   ///< accumulator values per vector
   static constexpr index_t nr = 2 * static_cast<index_t>(lanes);  ///< columns of C per micro-kernel
   static constexpr index_t mr = lanes >= 16 ? 12 : 6;             ///< rows of C per micro-kernel
   static constexpr index_t kc = 192;                              ///< depth of one block

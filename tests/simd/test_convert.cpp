@@ -1,6 +1,8 @@
 // simd::load_widened against Eigen's scalar conversions, for every bfloat16 and half bit
 // pattern (the AVX2 shift for bfloat16, F16C for half, and the generic loop, in the -march
-// variants of this test), and dot_widened against a double loop.
+// variants of this test), store_narrowed / narrow against heed::convert (round to nearest,
+// ties to even) for every float whose rounding is in question, and dot_widened against a
+// double loop.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -41,6 +43,56 @@ TEST(Convert, EveryBfloat16PatternWidensExactly) {
 }
 TEST(Convert, EveryHalfPatternWidensExactly) {
   expect_every_pattern_widens_exactly<heed::half>();
+}
+
+// Floats around every finite 16-bit pattern: the pattern itself, random low bits, the tie
+// between it and the next pattern and one float ulp either side of the tie; plus infinities,
+// NaNs, zeros, the largest float, values that round to half's infinity and to its subnormals.
+template <class T>
+std::vector<float> narrowing_cases() {
+  std::vector<float> cases;
+  std::uint64_t state = 12345;
+  for (std::uint32_t bits = 0; bits < 65536; ++bits) {
+    const float exact = static_cast<float>(std::bit_cast<T>(static_cast<std::uint16_t>(bits)));
+    const float next = static_cast<float>(std::bit_cast<T>(static_cast<std::uint16_t>(bits + 1)));
+    if (!std::isfinite(exact)) continue;
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const std::uint32_t b = std::bit_cast<std::uint32_t>(exact);
+    cases.push_back(exact);
+    cases.push_back(std::bit_cast<float>(b ^ static_cast<std::uint32_t>(state >> 51)));  // random low bits
+    if (std::isfinite(next) && (bits & 0x7FFF) != 0x7FFF) {
+      const float tie = static_cast<float>((double(exact) + double(next)) / 2);  // exact in float
+      const std::uint32_t t = std::bit_cast<std::uint32_t>(tie);
+      for (std::uint32_t v : {t, t - 1, t + 1}) cases.push_back(std::bit_cast<float>(v));
+    }
+  }
+  for (float v :
+       {INFINITY, -INFINITY, NAN, -NAN, 0.0f, -0.0f, 3.4028235e38f, -3.4028235e38f, 65504.0f, 65520.0f, 1e-8f, -6e-8f})
+    cases.push_back(v);
+  return cases;
+}
+
+template <class T>
+void expect_narrowing_rounds_like_convert() {
+  const std::vector<float> cases = narrowing_cases<T>();
+  std::vector<T> got(cases.size());
+  simd::narrow(cases.data(), got.data(), static_cast<index_t>(cases.size()));
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const T want = heed::convert<T>(cases[i]);
+    if (std::isnan(cases[i])) {
+      ASSERT_TRUE(std::isnan(static_cast<float>(got[i]))) << "case " << i;
+    } else {
+      ASSERT_EQ(std::bit_cast<std::uint16_t>(got[i]), std::bit_cast<std::uint16_t>(want))
+          << "case " << i << ": " << cases[i] << " (bits " << std::hex << std::bit_cast<std::uint32_t>(cases[i]) << ")";
+    }
+  }
+}
+
+TEST(Convert, Bfloat16NarrowingRoundsLikeConvert) {
+  expect_narrowing_rounds_like_convert<heed::bfloat16>();
+}
+TEST(Convert, HalfNarrowingRoundsLikeConvert) {
+  expect_narrowing_rounds_like_convert<heed::half>();
 }
 
 TEST(Convert, DotWidenedEqualsTheDoubleSumWithinFloatRounding) {

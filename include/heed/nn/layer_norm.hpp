@@ -12,6 +12,7 @@
 #include "heed/core/scalar.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/nn/weights.hpp"
+#include "heed/simd/convert.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::nn {
@@ -65,7 +66,7 @@ class LayerNorm {
         for (index_t j = 0; j < d; ++j) row[std::size_t(j)] = static_cast<float>(x[r * d + j]);
         simd::layer_norm(row.data(), row.data(), affine ? w.data() : nullptr, affine ? b.data() : nullptr,
                          float(options_.eps), d);
-        for (index_t j = 0; j < d; ++j) y[r * d + j] = heed::convert<Scalar>(row[std::size_t(j)]);
+        simd::narrow(row.data(), y + r * d, d);
       }
     } else {
       for (index_t r = 0; r < n; ++r)

@@ -2,6 +2,8 @@
 // Loads and stores between a storage type and its accumulator type (heed/core/scalar.hpp):
 //   load_widened(p)          width<A> values of T from p as a batch<A>, A = accumulator_t<T>
 //   widen(x)                 one value of T as an A
+//   store_narrowed(p, x)     a batch<float> rounded to nearest (ties to even) into width values of T
+//   narrow(src, dst, n)      n floats rounded into T, vector by vector
 // Kernels keep 16-bit tensors 16-bit in memory and widen each tile as they load it. The generic
 // versions convert value by value; where the target has instructions for it, an overload beside
 // them does it in registers: bfloat16 by zero-extending to 32 bits and shifting (its bits are
@@ -10,6 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "heed/core/cast.hpp"
 #include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
 #include "heed/simd/arch.hpp"
@@ -72,6 +75,55 @@ template <class T>
     return load(p);
   else
     return load_widened(p, target_isa{});
+}
+
+/// x rounded to T (nearest, ties to even, as heed::convert) into p (any alignment): the generic version.
+template <class T>
+inline void store_narrowed(T* p, batch<float> x, generic_isa) noexcept {
+  alignas(64) float values[width<float>];
+  store(values, x);
+  for (std::size_t i = 0; i < width<float>; ++i) p[i] = heed::convert<T>(values[i]);
+}
+
+#if defined(HEED_SIMD_AVX2) && !defined(HEED_SIMD_AVX512)
+/// 8 floats → 8 bfloat16: add 0x7FFF plus the lowest kept bit (ties to even) and keep the top
+/// 16 bits; a NaN keeps its top bits with the quiet bit set, so it stays a NaN.
+inline void store_narrowed(bfloat16* p, batch<float> x, avx2_isa) noexcept {
+  const __m256 v = x;
+  const __m256i bits = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  __m256i rounded = _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  rounded = _mm256_blendv_epi8(rounded, _mm256_or_si256(bits, _mm256_set1_epi32(0x00400000)), nan);
+  const __m256i top = _mm256_srli_epi32(rounded, 16);              // 8 × 32-bit, each < 2^16
+  const __m256i packed = _mm256_packus_epi32(top, top);            // per 128-bit lane: a0-3 a0-3 | a4-7 a4-7
+  const __m256i ordered = _mm256_permute4x64_epi64(packed, 0x08);  // a0-3 a4-7 in the low 128 bits
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(ordered));
+}
+#if defined(__F16C__)
+/// 8 floats → 8 half with F16C (round to nearest even).
+inline void store_narrowed(half* p, batch<float> x, avx2_isa) noexcept {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(static_cast<__m256>(x), _MM_FROUND_TO_NEAREST_INT));
+}
+#endif
+#endif
+
+/// x rounded into width<float> values of T at p, on the compile-time target.
+template <class T>
+inline void store_narrowed(T* p, batch<float> x) noexcept {
+  if constexpr (std::is_same_v<T, float>)
+    store(p, x);
+  else
+    store_narrowed(p, x, target_isa{});
+}
+
+/// dst[i] = src[i] rounded to T (nearest, ties to even) for i < n.
+template <class T>
+inline void narrow(const float* src, T* dst, index_t n) noexcept {
+  constexpr index_t W = static_cast<index_t>(width<float>);
+  index_t i = 0;
+  for (; i + W <= n; i += W) store_narrowed(dst + i, load(src + i));
+  for (; i < n; ++i) dst[i] = heed::convert<T>(src[i]);
 }
 
 }  // namespace heed::simd

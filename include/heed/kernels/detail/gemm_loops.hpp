@@ -13,6 +13,7 @@
 #include "heed/core/parallel.hpp"
 #include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
+#include "heed/simd/convert.hpp"
 #include "heed/simd/gemm_kernel.hpp"
 
 namespace heed {
@@ -110,7 +111,7 @@ void gemm_nt_widened(const T* a, index_t lda, index_t m, const Packed& w, T* c, 
       Acc* row = scratch.data() + r * ld;
       if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) epilogue(row, index_t(0), n);
       T* out = c + (i0 + r) * ldc;
-      for (index_t j = 0; j < n; ++j) out[j] = heed::convert<T>(row[j]);
+      simd::narrow(row, out, n);
     }
   });
 }

@@ -17,6 +17,7 @@
 #include "heed/core/parallel.hpp"
 #include "heed/core/scalar.hpp"
 #include "heed/core/tensor.hpp"
+#include "heed/simd/convert.hpp"
 
 namespace heed::detail {
 
@@ -80,7 +81,7 @@ const accumulator_t<Scalar>* write_row(Scalar* out, index_t n, accumulator_t<Sca
     return out;
   } else {
     compute(buffer);
-    for (index_t i = 0; i < n; ++i) out[i] = heed::convert<Scalar>(buffer[i]);
+    simd::narrow(buffer, out, n);
     return buffer;
   }
 }

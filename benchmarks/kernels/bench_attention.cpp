@@ -111,6 +111,34 @@ BENCHMARK(BM_head_dim)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// One decode step: Lq = 1 query row per head against a long cache, Hq = 8 query heads over Hkv
+// key/value heads. Memory-bound: the counter is the bytes of K and V read per second (compare
+// with the copy bandwidth of heed_bench_nn_vision's BM_copy). args: Lk, Hkv, threads
+template <class T>
+void BM_decode(benchmark::State& state) {
+  const index_t lk = state.range(0), hkv = state.range(1);
+  const auto q = heed::cast<T>(heed::randn<float>({B, H, 1, d}, 1));
+  const auto k = heed::cast<T>(heed::randn<float>({B, hkv, lk, d}, 2));
+  const auto v = heed::cast<T>(heed::randn<float>({B, hkv, lk, d}, 3));
+  const heed::AttentionOptions options{.num_threads = static_cast<int>(state.range(2))};
+  for (auto _ : state) {
+    auto r = heed::attention(q, k, v, heed::ScaledDot{}, heed::mask::None{}, options);
+    benchmark::DoNotOptimize(r.output.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(double(2 * B * hkv * lk * d) * double(sizeof(T)),
+                                              benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+void decode_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"Lk", "Hkv", "threads"});
+  for (index_t lk : {512, 4096, 16384})
+    for (index_t hkv : {8, 2, 1})
+      for (int threads : {1, 2}) b->Args({lk, hkv, threads});
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK(BM_decode<float>)->Apply(decode_args);
+BENCHMARK(BM_decode<heed::bfloat16>)->Apply(decode_args);
+
 // Tile sizes, for tuning the defaults (N = 1024, one thread).
 void BM_tiles(benchmark::State& state) {
   const index_t n = 1024;

@@ -30,17 +30,15 @@ class DotScorer {
   static constexpr index_t MR = simd::AttentionTile<Acc>::mr, NR = simd::AttentionTile<Acc>::nr;
 
   DotScorer(TensorView<const T, 4> q, TensorView<const T, 4> k, Acc scale)
-      : q_(q), k_(k), scale_(scale), group_(q.size(1) / std::max<index_t>(k.size(1), 1)) {
-    if (q.size(2) >= 2 * MR && k.size(2) > 0 && q.size(3) > 0) {
-      panel_stride_ = (k.size(2) + NR - 1) / NR * NR * k.size(3);
-      packed_.resize(static_cast<std::size_t>(k.size(0) * k.size(1) * panel_stride_));
-    }
-  }
+      : q_(q), k_(k), scale_(scale), group_(q.size(1) / std::max<index_t>(k.size(1), 1)) {}
 
   // Packs Kᵀ of every (batch, key head), on `threads` workers. Until it has run (a wrapper that
-  // does not forward it), scores() takes the dot-product path: slower, never wrong.
+  // does not forward it, or the driver's decode path, which reads K once and never packs it),
+  // scores() takes the dot-product path: slower for many query rows, never wrong.
   void prepare(int threads) {
-    if (packed_.empty()) return;
+    if (q_.size(2) < 2 * MR || k_.size(2) == 0 || q_.size(3) == 0) return;
+    panel_stride_ = (k_.size(2) + NR - 1) / NR * NR * k_.size(3);
+    packed_.resize(static_cast<std::size_t>(k_.size(0) * k_.size(1) * panel_stride_));
     parallel_for(k_.size(0) * k_.size(1), threads, [&](index_t task, int) {
       const index_t b = task / k_.size(1), h = task % k_.size(1);
       simd::pack_kt(&k_(b, h, 0, 0), k_.stride(2), k_.size(2), k_.size(3), packed_.data() + task * panel_stride_);

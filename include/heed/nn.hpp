@@ -7,6 +7,7 @@
 #include "heed/nn/config.hpp"
 #include "heed/nn/conv2d.hpp"
 #include "heed/nn/embedding.hpp"
+#include "heed/nn/kv_cache.hpp"
 #include "heed/nn/encoder_call.hpp"
 #include "heed/nn/layer_norm.hpp"
 #include "heed/nn/learned_positional_embedding.hpp"

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <span>
 
 #include "heed/core/random.hpp"
 #include "heed/nn/multihead_attention.hpp"
@@ -26,12 +27,14 @@ using heed::reference::to_double;
 constexpr heed::test::Tolerance tol{1e-11, 1e-12};
 
 // A position-dependent scaling of each head row (rotary embeddings are one such transform):
-// row i of q (or k) is multiplied by 1 + 0.1 · (start + i).
+// row i of batch row b of q (or k) is multiplied by 1 + 0.1 · (start[b] + i).
 struct ScaleByPosition final : heed::detail::QKTransform<double> {
-  void apply(const TensorView<double, 4>& q, const TensorView<double, 4>& k, index_t q_start,
-             index_t k_start) const override {
-    scale(q, q_start);
-    scale(k, k_start);
+  void apply(const TensorView<double, 4>& q, const TensorView<double, 4>& k, std::span<const index_t> q_start,
+             std::span<const index_t> k_start) const override {
+    for (index_t b = 0; b < q.size(0); ++b) {
+      scale(q.slice(0, b, b + 1), q_start[static_cast<std::size_t>(b)]);
+      scale(k.slice(0, b, b + 1), k_start[static_cast<std::size_t>(b)]);
+    }
   }
   static void scale(const TensorView<double, 4>& x, index_t start) {
     for (index_t b = 0; b < x.size(0); ++b)
@@ -46,7 +49,7 @@ struct GrowingStore final : heed::detail::KVStore<double> {
   Tensor<double, 4> k, v;
   index_t length = 0;
   GrowingStore(index_t B, index_t heads, index_t capacity, index_t hd) : k({B, heads, capacity, hd}), v(k) {}
-  [[nodiscard]] index_t past() const override { return length; }
+  [[nodiscard]] index_t past(index_t) const override { return length; }
   Views append(const TensorView<const double, 4>& kn, const TensorView<const double, 4>& vn) override {
     for (index_t b = 0; b < kn.size(0); ++b)
       for (index_t h = 0; h < kn.size(1); ++h)
@@ -142,13 +145,13 @@ TEST(AttentionBlock, TwoCallsThroughAStoreEqualOneCausalCall) {
   for (const auto& [begin, end] : {std::pair<index_t, index_t>{0, 5}, {5, 6}, {6, 9}}) {
     const Tensor<double, 3> chunk(x.view().slice(1, begin, end));
     heed::detail::OptionalMasks<double> masks;
-    masks.causal.emplace(heed::mask::Causal{.offset = store.past()});  // bottom-right: the chunk is the newest
+    // the block adds the causal mask of a store itself (bottom-right: the chunk is the newest)
     const auto r = block.forward(chunk, chunk, chunk, masks, {.qk_transform = &transform, .kv_store = &store});
     for (index_t b = 0; b < 2; ++b)
       for (index_t i = begin; i < end; ++i)
         for (index_t c = 0; c < 16; ++c) parts(b, i, c) = r.output(b, i - begin, c);
   }
-  EXPECT_EQ(store.past(), 9);
+  EXPECT_EQ(store.past(0), 9);
   EXPECT_TRUE(heed::test::all_close(parts, whole.output, tol));
 }
 

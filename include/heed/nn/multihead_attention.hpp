@@ -10,15 +10,24 @@
 // key_padding_mask (bool [B, Lk], true = ignore) → mask::KeyPadding; a bool attn_mask (true =
 // NOT allowed, [Lq, Lk] or [B·H, Lq, Lk]) → mask::Allowed of its negation; a float attn_mask →
 // mask::Bias; is_causal → mask::Causal.
+//
+// With a KV cache (make_cache(), then {.cache = &cache} in each call; nn/kv_cache.hpp), a call
+// projects only its new positions, appends their keys and values to the cache and attends
+// causally over everything cached: query i of batch row b sees the keys up to its own position,
+// length_before(b) + i. A prompt (prefill) and single tokens go through the same call. The
+// key_padding_mask then covers every cached key, [B, cache.max_length() + Lk]; attn_mask,
+// attn_bias, add_bias_kv and add_zero_attn do not combine with a cache (ShapeError).
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "heed/core/cast.hpp"
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/attention.hpp"
+#include "heed/nn/kv_cache.hpp"
 #include "heed/nn/linear.hpp"
 #include "heed/nn/weights.hpp"
 #include "heed/simd/vector_ops.hpp"
@@ -50,6 +59,7 @@ struct MultiheadAttentionCall {
   bool average_attn_weights = true;              ///< weights [B, 1, Lq, Lk] averaged over heads
   bool is_causal = false;
   MaskedRows masked_rows = MaskedRows::zero;  ///< MaskedRows::nan: PyTorch 1.13's fully masked rows
+  KVCache<Scalar>* cache = nullptr;           ///< append the new keys/values and attend over all cached
 };
 
 /// What MultiheadAttention returns.
@@ -83,6 +93,11 @@ class MultiheadAttention {
   [[nodiscard]] index_t vdim() const noexcept { return block_.options().vdim; }
   /// embed_dim / num_heads.
   [[nodiscard]] index_t head_dim() const noexcept { return block_.head_dim(); }
+
+  /// A cache for this module's keys and values: [batch, num_heads, max_len, head_dim] in Scalar.
+  [[nodiscard]] KVCache<Scalar> make_cache(const KVCacheOptions& o) const {
+    return KVCache<Scalar>(o.batch, options_.num_heads, head_dim(), o.max_len);
+  }
 
   /// Loads PyTorch's state_dict names (see the top of this file).
   template <WeightSource S>
@@ -122,8 +137,12 @@ class MultiheadAttention {
                                                             const MultiheadAttentionCall<Scalar>& call = {}) const {
     static_assert(rank_of<Q> == 3 && rank_of<K> == 3 && rank_of<V> == 3, "MultiheadAttention takes [B, L, E] tensors");
     const auto qv = as_view(query), kv = as_view(key), vv = as_view(value);
-    const auto masks = torch_masks(call, qv.size(0), qv.size(1), kv.size(1));
-    auto r = block_.forward(qv, kv, vv, masks, {.need_weights = call.need_weights, .masked_rows = call.masked_rows});
+    std::optional<detail::CacheStore<Scalar>> store;
+    if (call.cache) store.emplace(checked(*call.cache, call, qv.size(0)));
+    auto masks = torch_masks(call, qv.size(0), qv.size(1), kv.size(1));
+    auto r = block_.forward(
+        qv, kv, vv, std::move(masks),
+        {.need_weights = call.need_weights, .masked_rows = call.masked_rows, .kv_store = store ? &*store : nullptr});
     MultiheadAttentionResult<Scalar> result{std::move(r.output), {}};
     if (call.need_weights && call.average_attn_weights) {
       const index_t B = r.weights.size(0), H = r.weights.size(1), Lq = r.weights.size(2), Lk = r.weights.size(3);
@@ -160,15 +179,38 @@ class MultiheadAttention {
     if (skip.shape() != expected || out.shape() != expected || !skip.is_contiguous() || !out.is_contiguous())
       throw ShapeError("heed::nn::MultiheadAttention: skip " + to_string(skip.shape()) + " and out " +
                        to_string(out.shape()) + " must be contiguous and match x " + to_string(xv.shape()));
-    const auto masks = torch_masks(call, xv.size(0), xv.size(1), xv.size(1));
-    (void)block_.forward(xv, xv, xv, masks, {.masked_rows = call.masked_rows, .skip = skip.data(), .out = out.data()});
+    std::optional<detail::CacheStore<Scalar>> store;
+    if (call.cache) store.emplace(checked(*call.cache, call, xv.size(0)));
+    (void)block_.forward(xv, xv, xv, torch_masks(call, xv.size(0), xv.size(1), xv.size(1)),
+                         {.masked_rows = call.masked_rows,
+                          .kv_store = store ? &*store : nullptr,
+                          .skip = skip.data(),
+                          .out = out.data()});
   }
 
  private:
   // heed's typed masks from PyTorch's, with a visible column for each extra key (bias_k, the
   // zero key), as PyTorch pads them.
+  // The cache, checked against this module and call: its batch, heads and head dim, and the
+  // options that do not combine with it.
+  KVCache<Scalar>& checked(KVCache<Scalar>& cache, const MultiheadAttentionCall<Scalar>& call, index_t B) const {
+    const std::string who = "heed::nn::MultiheadAttention: ";
+    const Shape<3> want{B, options_.num_heads, head_dim()}, have{cache.batch(), cache.kv_heads(), cache.head_dim()};
+    if (want != have)
+      throw ShapeError(who + "the cache holds [batch, heads, head_dim] = " + to_string(have) + ", this call needs " +
+                       to_string(want) + " (make it with make_cache)");
+    if (options_.add_bias_kv || options_.add_zero_attn)
+      throw ShapeError(who + "add_bias_kv and add_zero_attn do not combine with a cache");
+    if (!call.attn_mask.is_null() || !call.attn_bias.is_null())
+      throw ShapeError(who +
+                       "attn_mask and attn_bias do not combine with a cache (it is causal; use key_padding_mask)");
+    return cache;
+  }
+
   detail::OptionalMasks<Scalar> torch_masks(const MultiheadAttentionCall<Scalar>& call, index_t B, index_t Lq,
-                                            index_t Lk0) const {
+                                            index_t new_keys) const {
+    // with a cache, every cached key and the new ones
+    const index_t Lk0 = new_keys + (call.cache ? call.cache->max_length() : 0);
     const index_t H = options_.num_heads, Lk = Lk0 + block_.extra_keys();
     const auto fail = [&](const std::string& what, const std::string& shape) {
       throw ShapeError("heed::nn::MultiheadAttention: " + what + " has shape " + shape + ", expected " +
@@ -178,7 +220,7 @@ class MultiheadAttention {
                                   ", " + std::to_string(Lq) + ", " + std::to_string(Lk0) + "]"));
     };
     detail::OptionalMasks<Scalar> masks;
-    if (call.is_causal) masks.causal.emplace();
+    if (call.is_causal && !call.cache) masks.causal.emplace();  // a cache brings its own
     if (!call.key_padding_mask.is_null()) {
       if (call.key_padding_mask.shape() != Shape<2>{B, Lk0})
         fail("key_padding_mask", to_string(call.key_padding_mask.shape()));

@@ -2,18 +2,37 @@
 #include "heed/core/detail/internal_header_check.hpp"
 
 #include <optional>
+#include <vector>
 
 #include "heed/kernels/mask.hpp"
 
 namespace heed::detail {
 
-// The masks a module may combine in one call (a causal triangle, key padding, a boolean or a
-// float attn_mask), each present or not, decided at run time: one mask type, so one copy of the
-// driver per scalar type serves every combination (mask::all would make one per combination).
-// Classifying a tile costs a branch per absent part, which is nothing beside the tile's GEMMs.
+// Causal with an offset per batch row: query i of row b sees key j iff j <= i + offsets[b]. A
+// KV cache whose rows hold different lengths attends this way (kernels/mask.hpp's Causal is the
+// same with one offset for every row).
+struct RowCausal {
+  std::vector<index_t> offsets;
+
+  void check(const Shape<4>&) const noexcept {}
+  [[nodiscard]] TileShape preferred_tiles() const noexcept { return mask::Causal{}.preferred_tiles(); }
+  [[nodiscard]] mask::Tile classify(const TileRef& t) const noexcept {
+    return mask::Causal{offsets[static_cast<std::size_t>(t.b)]}.classify(t);
+  }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    mask::Causal{offsets[static_cast<std::size_t>(t.b)]}.apply(t, scores, ld);
+  }
+};
+
+// The masks a module may combine in one call (a causal triangle, one with an offset per batch
+// row, key padding, a boolean or a float attn_mask), each present or not, decided at run time: one mask type, so one
+// copy of the driver per scalar type serves every combination (mask::all would make one per combination). Classifying a
+// tile costs a branch per absent part, which is nothing beside the tile's GEMMs.
 template <class Scalar>
 struct OptionalMasks {
   std::optional<mask::Causal> causal;
+  std::optional<RowCausal> row_causal;
   std::optional<mask::KeyPadding> padding;
   std::optional<mask::Allowed> allowed;
   std::optional<mask::Bias<Scalar>> bias;
@@ -46,6 +65,7 @@ struct OptionalMasks {
   template <class F>
   void each(F&& f) const {
     if (causal) f(*causal);
+    if (row_causal) f(*row_causal);
     if (padding) f(*padding);
     if (allowed) f(*allowed);
     if (bias) f(*bias);

@@ -4,13 +4,16 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "heed/core/error.hpp"
 #include "heed/core/random.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/attention.hpp"
 #include "heed/kernels/detail/optional_masks.hpp"
+#include "heed/nn/kv_cache.hpp"
 #include "heed/nn/linear.hpp"
 
 // The one attention block behind every attention module (torch's MultiheadAttention, the
@@ -31,24 +34,41 @@
 namespace heed::detail {
 
 // A step on the projected heads before attention: q [B, Hq, Lq, hd] and k [B, Hkv, Lk, hd],
-// writable, their first rows at sequence positions q_start and k_start.
+// writable; row i of batch row b of q is at sequence position q_start[b] + i, of k at
+// k_start[b] + i (with a cache, each row continues after its own length).
 template <class Scalar>
 struct QKTransform {
   virtual ~QKTransform() = default;
-  virtual void apply(const TensorView<Scalar, 4>& q, const TensorView<Scalar, 4>& k, index_t q_start,
-                     index_t k_start) const = 0;
+  virtual void apply(const TensorView<Scalar, 4>& q, const TensorView<Scalar, 4>& k, std::span<const index_t> q_start,
+                     std::span<const index_t> k_start) const = 0;
 };
 
-// Where a call's keys and values go to be attended by later calls (a KV cache). `append` takes
-// the new k and v [B, Hkv, L, hd] and returns views of everything stored, new rows included.
+// Where a call's keys and values go to be attended by later calls (a KV cache). `past(b)` is
+// the positions batch row b holds before this call; `append` takes the new k and v
+// [B, Hkv, L, hd], writes row b's after its past(b) positions, and returns views of everything
+// stored ([B, Hkv, max_b(past(b)) + L, hd]). The block lets query i of row b see the keys
+// j <= past(b) + (L - Lq) + i: whatever a row holds beyond that is never attended.
 template <class Scalar>
 struct KVStore {
   struct Views {
     TensorView<const Scalar, 4> k, v;
   };
   virtual ~KVStore() = default;
-  virtual index_t past() const = 0;  // positions stored before this call
+  virtual index_t past(index_t b) const = 0;
   virtual Views append(const TensorView<const Scalar, 4>& k, const TensorView<const Scalar, 4>& v) = 0;
+};
+
+// nn::KVCache seen as a KVStore.
+template <class Scalar>
+struct CacheStore final : KVStore<Scalar> {
+  explicit CacheStore(nn::KVCache<Scalar>& c) : cache(c) {}
+  index_t past(index_t b) const override { return cache.length(b); }
+  typename KVStore<Scalar>::Views append(const TensorView<const Scalar, 4>& k,
+                                         const TensorView<const Scalar, 4>& v) override {
+    const auto r = cache.append(k, v);
+    return {r.keys, r.values};
+  }
+  nn::KVCache<Scalar>& cache;
 };
 
 struct AttentionBlockOptions {
@@ -143,9 +163,10 @@ class AttentionBlock {
   }
 
   // query [B, Lq, E], key [B, Lk, kdim], value [B, Lk, vdim]: checked here (ShapeError naming
-  // all three); the masks are checked by the driver against [B, Hq, Lq, Lk + extras (+ past)].
+  // all three); the masks are checked by the driver against [B, Hq, Lq, Lk + extras], or with a
+  // store [B, Hq, Lq, max_b(past(b)) + Lk], to which the block adds the per-row causal mask.
   BlockResult<Scalar> forward(const TensorView<const Scalar, 3>& query, const TensorView<const Scalar, 3>& key,
-                              const TensorView<const Scalar, 3>& value, const OptionalMasks<Scalar>& masks,
+                              const TensorView<const Scalar, 3>& value, OptionalMasks<Scalar> masks,
                               const BlockCall<Scalar>& call) const {
     const index_t B = query.size(0), Lq = query.size(1), Lk0 = key.size(1), E = options_.embed_dim;
     const index_t H = options_.num_heads, Hkv = options_.num_kv_heads, hd = head_dim(), kv = kv_width();
@@ -182,13 +203,20 @@ class AttentionBlock {
       kh = as_heads(k.data(), Hkv, Lk, kv);
       vh = as_heads(v.data(), Hkv, Lk, kv);
     }
-    const index_t past = call.kv_store ? call.kv_store->past() : 0;
-    if (call.qk_transform) call.qk_transform->apply(qh, kh.slice(2, 0, Lk0), past, past);
+    // positions: row b's new keys start at past(b), its queries are the last Lq of them
+    std::vector<index_t> k_start(static_cast<std::size_t>(B), 0), q_start(static_cast<std::size_t>(B), Lk0 - Lq);
+    if (call.kv_store)
+      for (index_t b = 0; b < B; ++b) {
+        k_start[static_cast<std::size_t>(b)] = call.kv_store->past(b);
+        q_start[static_cast<std::size_t>(b)] += call.kv_store->past(b);
+      }
+    if (call.qk_transform) call.qk_transform->apply(qh, kh.slice(2, 0, Lk0), q_start, k_start);
     TensorView<const Scalar, 4> keys = kh, values = vh;
     if (call.kv_store) {
       const auto stored = call.kv_store->append(kh, vh);
       keys = stored.k;
       values = stored.v;
+      masks.row_causal.emplace(RowCausal{std::move(q_start)});
     }
 
     Tensor<Scalar, 3> context({B, Lq, E}, uninitialized);

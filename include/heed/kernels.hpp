@@ -6,5 +6,6 @@
 #include "heed/kernels/gemm.hpp"
 #include "heed/kernels/mask.hpp"
 #include "heed/kernels/pooling.hpp"
+#include "heed/kernels/rotary.hpp"
 #include "heed/kernels/score.hpp"
 #include "heed/kernels/softmax.hpp"

@@ -292,6 +292,72 @@ def multihead_attention():
     save("multihead_attention", t)
 
 
+# Rotary position embeddings (RoPE, Su et al. 2021, https://arxiv.org/abs/2104.09864) and ALiBi
+# (Press et al. 2021, https://arxiv.org/abs/2108.12409). PyTorch 1.13 has neither; these are
+# written the way the model code that uses them computes them (GPT-NeoX / Llama: rotate_half;
+# GPT-J: rotate_every_two; BLOOM: build_alibi_tensor's slopes), in float64.
+def rope_tables(positions, dim, base):
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    freqs = torch.outer(positions.to(torch.float64), inv_freq)       # [L, dim / 2]
+    return freqs.cos(), freqs.sin()
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rotate_every_two(x):
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+
+def apply_rope(x, starts, dim, base, style):
+    """x [B, H, L, d]; row i of batch row b at position starts[b] + i; the first `dim` of d rotate."""
+    out = x.clone()
+    for b, start in enumerate(starts):
+        cos, sin = rope_tables(torch.arange(start, start + x.shape[2]), dim, base)
+        if style == "half":
+            cos, sin = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)
+            rot = rotate_half
+        else:
+            cos, sin = cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1)
+            rot = rotate_every_two
+        xr = x[b, :, :, :dim]
+        out[b, :, :, :dim] = xr * cos + rot(xr) * sin
+    return out
+
+
+def alibi_slopes(n_heads):
+    """BLOOM's slopes: a geometric sequence for the largest power of two <= n_heads, the rest
+    interleaved from the next power's sequence."""
+    closest = 2 ** math.floor(math.log2(n_heads))
+    base = 2.0 ** (-(2.0 ** -(math.log2(closest) - 3)))
+    slopes = [base ** p for p in range(1, closest + 1)]
+    if closest != n_heads:
+        extra_base = 2.0 ** (-(2.0 ** -(math.log2(2 * closest) - 3)))
+        slopes += [extra_base ** p for p in range(1, 1 + 2 * (n_heads - closest), 2)]
+    return torch.tensor(slopes, dtype=torch.float64)
+
+
+@fixture
+def positions():
+    """RoPE in both conventions, full and partial, two bases, per-row start positions (one
+    beyond a 4096-position table); ALiBi slopes for 1-12, 16, 20 and 64 heads."""
+    torch.manual_seed(11)
+    t = {}
+    x = torch.randn(2, 3, 5, 16, dtype=torch.float64)
+    t["x"] = x
+    cases = {"half_full": (16, 10000.0, "half"), "half_partial": (8, 10000.0, "half"),
+             "interleaved_full": (16, 500.0, "interleaved"), "interleaved_partial": (6, 10000.0, "interleaved")}
+    for name, (dim, base, style) in cases.items():
+        for starts_name, starts in {"zero": [0, 0], "rows": [3, 17], "far": [4094, 9000]}.items():
+            t[f"{name}.{starts_name}"] = apply_rope(x, starts, dim, base, style)
+    for n in list(range(1, 13)) + [16, 20, 64]:
+        t[f"alibi.{n}"] = alibi_slopes(n)
+    save("positions", t, {"torch": torch.__version__})
+
+
 class SeedEncoderLayer(torch.nn.Module):
     """Seed 000 §5.1's pre-norm TransformerEncoderLayer, verbatim."""
     def __init__(self, d_model, n_heads, d_ff, dropout=0.1):

@@ -7,7 +7,9 @@
 //   mask::SlidingWindow{l, r}     query i sees keys [i + offset - l, i + offset + r]
 //   mask::KeyPadding{ignore}      bool [B, Lk], true = padding, never attended
 //   mask::Allowed{allowed}        bool, true = may attend ([Lq, Lk] or [B|1, H|1, Lq|1, Lk|1])
-//   mask::Bias{bias}              float added to the scores (ALiBi, relative positions, -inf)
+//   mask::Bias{bias}              float added to the scores (relative positions, -inf)
+//   mask::ALiBi{slopes, offset}   slope_h · (j - i - offset) added, computed per tile (Press et
+//                                 al. 2021); heed::alibi_slopes(H) gives BLOOM's slopes
 //   mask::all(a, b, ...)          visible iff visible under every one (an AllOf)
 //
 // A mask classifies each (query tile, key tile) as open (nothing to do), blocked (every
@@ -19,6 +21,7 @@
 // Masks built from tensors hold a view of them; built from a temporary Tensor they own it.
 
 #include <algorithm>
+#include <cmath>
 #include <concepts>
 #include <limits>
 #include <memory>
@@ -26,6 +29,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
@@ -241,6 +245,31 @@ class Bias {
 template <TensorLike X>
 Bias(X&&) -> Bias<scalar_of<X>>;
 
+/// ALiBi (Press et al. 2021, https://arxiv.org/abs/2108.12409): adds slope_h · (j - i - offset)
+/// to the score of query i and key j in head h, computed per tile (no [H, Lq, Lk] tensor). It
+/// differs from BLOOM's slope_h · j by a constant per row, which the softmax cancels. Every key
+/// stays visible: combine it with mask::Causal for a decoder (offset as for Causal).
+struct ALiBi {
+  std::vector<double> slopes;  ///< one per head, e.g. heed::alibi_slopes(H)
+  index_t offset = 0;
+
+  void check(const Shape<4>& dims) const {
+    if (static_cast<index_t>(slopes.size()) != dims[1])
+      throw ShapeError("heed::mask::ALiBi: " + std::to_string(slopes.size()) + " slopes for " +
+                       std::to_string(dims[1]) + " heads " + detail::scores_text(dims));
+  }
+  [[nodiscard]] Tile classify(const TileRef&) const noexcept { return Tile::partial; }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    const T slope = static_cast<T>(slopes[static_cast<std::size_t>(t.h)]);
+    for (index_t i = 0; i < t.ni; ++i) {
+      const index_t first = t.j0 - (t.i0 + i + offset);  // j - i - offset at the tile's first key
+      T* row = scores + i * ld;
+      for (index_t j = 0; j < t.nj; ++j) row[j] += slope * static_cast<T>(first + j);
+    }
+  }
+};
+
 /// Visible iff visible under every mask; biases add up. Made by mask::all(...).
 template <class... Masks>
 class AllOf {
@@ -286,3 +315,24 @@ template <class... Masks>
 }
 
 }  // namespace heed::mask
+
+namespace heed {
+
+/// ALiBi's head slopes as BLOOM computes them: for H a power of two, 2^(-8k/H) for k = 1..H;
+/// otherwise those of the largest power of two P below H, then every other slope of 2P's
+/// sequence (k = 1, 3, 5, ...) for the remaining H - P heads. ShapeError for H < 1.
+[[nodiscard]] inline std::vector<double> alibi_slopes(index_t heads) {
+  if (heads < 1) throw ShapeError("heed::alibi_slopes: heads must be >= 1, got " + std::to_string(heads));
+  index_t closest = 1;
+  while (closest * 2 <= heads) closest *= 2;
+  const auto sequence = [](index_t n) { return std::pow(2.0, -8.0 / static_cast<double>(n)); };
+  std::vector<double> slopes;
+  const double base = sequence(closest);
+  for (index_t k = 1; k <= closest; ++k) slopes.push_back(std::pow(base, static_cast<double>(k)));
+  const double extra = sequence(2 * closest);
+  for (index_t k = 1; static_cast<index_t>(slopes.size()) < heads; k += 2)
+    slopes.push_back(std::pow(extra, static_cast<double>(k)));
+  return slopes;
+}
+
+}  // namespace heed

@@ -2,6 +2,7 @@
 // The nn layer: modules that own parameters, load PyTorch state_dicts and call kernels;
 // vision/ (SE, spatial attention, CBAM); seed/ (the seeds' own classes, in heed::nn::seed).
 #include "heed/nn/activation.hpp"
+#include "heed/nn/attention.hpp"
 #include "heed/nn/attention_classifier.hpp"
 #include "heed/nn/attention_pooling.hpp"
 #include "heed/nn/config.hpp"

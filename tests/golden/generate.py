@@ -358,6 +358,51 @@ def positions():
     save("positions", t, {"torch": torch.__version__})
 
 
+class LlamaAttention(torch.nn.Module):
+    """Llama's attention layer as the Hugging Face model code computes it (float32 rotary tables,
+    rotate_half, repeat_kv for grouped heads, a causal mask), written out for PyTorch 1.13."""
+    def __init__(self, E, H, Hkv, base=10000.0, bias=False):
+        super().__init__()
+        self.H, self.Hkv, self.hd, self.base = H, Hkv, E // H, base
+        self.q_proj = torch.nn.Linear(E, H * self.hd, bias=bias)
+        self.k_proj = torch.nn.Linear(E, Hkv * self.hd, bias=bias)
+        self.v_proj = torch.nn.Linear(E, Hkv * self.hd, bias=bias)
+        self.o_proj = torch.nn.Linear(H * self.hd, E, bias=False)
+
+    def forward(self, x, start=0):
+        B, L, _ = x.shape
+        q = self.q_proj(x).view(B, L, self.H, self.hd).transpose(1, 2)
+        k = self.k_proj(x).view(B, L, self.Hkv, self.hd).transpose(1, 2)
+        v = self.v_proj(x).view(B, L, self.Hkv, self.hd).transpose(1, 2)
+        inv_freq = 1.0 / (self.base ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        freqs = torch.outer(torch.arange(start, start + L).float(), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos(), emb.sin()
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        k = k.repeat_interleave(self.H // self.Hkv, dim=1)      # repeat_kv: head h reads h // G
+        v = v.repeat_interleave(self.H // self.Hkv, dim=1)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.hd)
+        scores = scores.masked_fill(torch.triu(torch.ones(L, L, dtype=torch.bool), 1), -math.inf)
+        out = torch.softmax(scores, dim=-1) @ v
+        return self.o_proj(out.transpose(1, 2).reshape(B, L, self.H * self.hd))
+
+
+@fixture
+def llama_attention():
+    """LlamaAttention with grouped heads (8 over 2, no biases) and multi-query attention with
+    q/k/v biases and Llama 3's base (8 over 1)."""
+    torch.manual_seed(13)
+    t = {}
+    for name, (Hkv, base, bias) in {"gqa": (2, 10000.0, False), "mqa": (1, 500000.0, True)}.items():
+        layer = LlamaAttention(64, 8, Hkv, base, bias).eval()
+        x = torch.randn(2, 11, 64)
+        with torch.no_grad():
+            y = layer(x)
+        t.update(_prefixed(name + ".module.", layer))
+        t.update({name + ".x": x, name + ".output": y})
+    save("llama_attention", t, {"torch": torch.__version__})
+
+
 class SeedEncoderLayer(torch.nn.Module):
     """Seed 000 §5.1's pre-norm TransformerEncoderLayer, verbatim."""
     def __init__(self, d_model, n_heads, d_ff, dropout=0.1):

@@ -358,6 +358,35 @@ def positions():
     save("positions", t, {"torch": torch.__version__})
 
 
+@fixture
+def transformer_decoder():
+    """nn.TransformerDecoderLayer / nn.TransformerDecoder (relu post-norm, gelu pre-norm, a
+    2-layer stack with a final norm): causal target, padded target and memory keys, a bool
+    memory_mask."""
+    torch.manual_seed(9)
+    E, H, F, B, L, S = 24, 3, 40, 2, 9, 13
+    tgt, memory = torch.randn(B, L, E), torch.randn(B, S, E)
+    causal = torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1)    # True = NOT allowed
+    tgt_pad = torch.zeros(B, L, dtype=torch.bool)
+    tgt_pad[1, 7:] = True
+    mem_pad = torch.zeros(B, S, dtype=torch.bool)
+    mem_pad[0, 10:] = True
+    mem_mask = torch.rand(L, S) > 0.8
+    mem_mask[:, 0] = False
+    t = {"tgt": tgt, "memory": memory, "tgt_pad": tgt_pad, "mem_pad": mem_pad, "mem_mask": mem_mask}
+    post = torch.nn.TransformerDecoderLayer(E, H, F, batch_first=True).eval()
+    pre = torch.nn.TransformerDecoderLayer(E, H, F, activation="gelu", norm_first=True, batch_first=True).eval()
+    dec = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(E, H, F, batch_first=True), num_layers=2,
+                                      norm=torch.nn.LayerNorm(E)).eval()
+    with torch.no_grad():
+        t["post.output"] = post(tgt, memory, tgt_mask=causal, memory_key_padding_mask=mem_pad)
+        t["pre.output"] = pre(tgt, memory, tgt_key_padding_mask=tgt_pad, memory_mask=mem_mask)
+        t["dec.output"] = dec(tgt, memory, tgt_mask=causal, memory_key_padding_mask=mem_pad)
+    for prefix, m in (("post.", post), ("pre.", pre), ("dec.", dec)):
+        t.update(_prefixed(prefix + "module.", m))
+    save("transformer_decoder", t, {"torch": torch.__version__})
+
+
 class LlamaAttention(torch.nn.Module):
     """Llama's attention layer as the Hugging Face model code computes it (float32 rotary tables,
     rotate_half, repeat_kv for grouped heads, a causal mask), written out for PyTorch 1.13."""

@@ -140,31 +140,49 @@ class MultiheadAttention {
     std::optional<detail::CacheStore<Scalar>> store;
     if (call.cache) store.emplace(checked(*call.cache, call, qv.size(0)));
     auto masks = torch_masks(call, qv.size(0), qv.size(1), kv.size(1));
-    auto r = block_.forward(
-        qv, kv, vv, std::move(masks),
-        {.need_weights = call.need_weights, .masked_rows = call.masked_rows, .kv_store = store ? &*store : nullptr});
-    MultiheadAttentionResult<Scalar> result{std::move(r.output), {}};
-    if (call.need_weights && call.average_attn_weights) {
-      const index_t B = r.weights.size(0), H = r.weights.size(1), Lq = r.weights.size(2), Lk = r.weights.size(3);
-      using Acc = accumulator_t<Scalar>;  // 16-bit weights are averaged in float, then rounded once
-      Tensor<Acc, 4> mean({B, 1, Lq, Lk});
-      for (index_t b = 0; b < B; ++b)
-        for (index_t h = 0; h < H; ++h) {
-          const Scalar* w = &r.weights(b, h, 0, 0);
-          Acc* m = &mean(b, 0, 0, 0);
-          if constexpr (std::is_same_v<Acc, Scalar>)
-            simd::axpy(Acc(1) / Acc(H), w, m, Lq * Lk);
-          else
-            for (index_t i = 0; i < Lq * Lk; ++i) m[i] += static_cast<Acc>(w[i]) / Acc(H);
-        }
-      if constexpr (std::is_same_v<Acc, Scalar>)
-        result.weights = std::move(mean);
-      else
-        result.weights = cast<Scalar>(mean);
-    } else {
-      result.weights = std::move(r.weights);
-    }
-    return result;
+    return finish(block_.forward(qv, kv, vv, std::move(masks),
+                                 {.need_weights = call.need_weights,
+                                  .masked_rows = call.masked_rows,
+                                  .kv_store = store ? &*store : nullptr}),
+                  call);
+  }
+
+  /// key [B, S, kdim] and value [B, S, vdim] projected once, for attend(): a decoder's memory,
+  /// which every generation step attends without projecting it again.
+  template <TensorLike K, TensorLike V>
+  [[nodiscard]] ProjectedKV<Scalar> project_kv(const K& key, const V& value) const {
+    static_assert(rank_of<K> == 3 && rank_of<V> == 3, "MultiheadAttention takes [B, L, E] tensors");
+    const auto kv = as_view(key), vv = as_view(value);
+    if (kv.size(2) != kdim() || vv.size(2) != vdim() || kv.size(0) != vv.size(0) || kv.size(1) != vv.size(1))
+      throw ShapeError("heed::nn::MultiheadAttention::project_kv: key " + to_string(kv.shape()) + " and value " +
+                       to_string(vv.shape()) + " must be [B, S, " + std::to_string(kdim()) + "] and [B, S, " +
+                       std::to_string(vdim()) + "]");
+    if (options_.add_bias_kv || options_.add_zero_attn)
+      throw ShapeError("heed::nn::MultiheadAttention::project_kv: add_bias_kv and add_zero_attn are not supported");
+    auto [k, v] = block_.project_kv(kv, vv);
+    return {std::move(k), std::move(v)};
+  }
+
+  /// operator() with keys and values from project_kv: query [B, Lq, E], masks over the S
+  /// projected keys. The call's cache must be null.
+  template <TensorLike Q>
+  [[nodiscard]] MultiheadAttentionResult<Scalar> attend(const Q& query, const ProjectedKV<Scalar>& kv,
+                                                        const MultiheadAttentionCall<Scalar>& call = {}) const {
+    static_assert(rank_of<Q> == 3, "MultiheadAttention takes [B, L, E] tensors");
+    const auto qv = as_view(query);
+    const index_t E = options_.embed_dim;
+    if (qv.size(2) != E || kv.keys.size(0) != qv.size(0) || kv.keys.size(2) != E ||
+        kv.values.shape() != kv.keys.shape())
+      throw ShapeError("heed::nn::MultiheadAttention::attend: query " + to_string(qv.shape()) + " and projected keys " +
+                       to_string(kv.keys.shape()) + " / values " + to_string(kv.values.shape()) + " must be [B, Lq, " +
+                       std::to_string(E) + "] and [B, S, " + std::to_string(E) + "]");
+    if (call.cache) throw ShapeError("heed::nn::MultiheadAttention::attend: projected keys take no cache");
+    Tensor<Scalar, 3> storage;
+    const auto dense = contiguous(qv, storage);
+    auto masks = torch_masks(call, qv.size(0), qv.size(1), kv.keys.size(1));
+    return finish(block_.forward_projected(dense, kv.keys, kv.values, masks,
+                                           {.need_weights = call.need_weights, .masked_rows = call.masked_rows}),
+                  call);
   }
 
   /// out = skip + self_attention(x) (no weights): an encoder layer's residual connection, the
@@ -189,8 +207,33 @@ class MultiheadAttention {
   }
 
  private:
-  // heed's typed masks from PyTorch's, with a visible column for each extra key (bias_k, the
-  // zero key), as PyTorch pads them.
+  // The result with torch's weights: averaged over the heads or per head, as the call asks.
+  static MultiheadAttentionResult<Scalar> finish(detail::BlockResult<Scalar> r,
+                                                 const MultiheadAttentionCall<Scalar>& call) {
+    MultiheadAttentionResult<Scalar> result{std::move(r.output), {}};
+    if (call.need_weights && call.average_attn_weights) {
+      const index_t B = r.weights.size(0), H = r.weights.size(1), Lq = r.weights.size(2), Lk = r.weights.size(3);
+      using Acc = accumulator_t<Scalar>;  // 16-bit weights are averaged in float, then rounded once
+      Tensor<Acc, 4> mean({B, 1, Lq, Lk});
+      for (index_t b = 0; b < B; ++b)
+        for (index_t h = 0; h < H; ++h) {
+          const Scalar* w = &r.weights(b, h, 0, 0);
+          Acc* m = &mean(b, 0, 0, 0);
+          if constexpr (std::is_same_v<Acc, Scalar>)
+            simd::axpy(Acc(1) / Acc(H), w, m, Lq * Lk);
+          else
+            for (index_t i = 0; i < Lq * Lk; ++i) m[i] += static_cast<Acc>(w[i]) / Acc(H);
+        }
+      if constexpr (std::is_same_v<Acc, Scalar>)
+        result.weights = std::move(mean);
+      else
+        result.weights = cast<Scalar>(mean);
+    } else {
+      result.weights = std::move(r.weights);
+    }
+    return result;
+  }
+
   // The cache, checked against this module and call: its batch, heads and head dim, and the
   // options that do not combine with it.
   KVCache<Scalar>& checked(KVCache<Scalar>& cache, const MultiheadAttentionCall<Scalar>& call, index_t B) const {
@@ -207,6 +250,8 @@ class MultiheadAttention {
     return cache;
   }
 
+  // heed's typed masks from PyTorch's, with a visible column for each extra key (bias_k, the
+  // zero key), as PyTorch pads them.
   detail::OptionalMasks<Scalar> torch_masks(const MultiheadAttentionCall<Scalar>& call, index_t B, index_t Lq,
                                             index_t new_keys) const {
     // with a cache, every cached key and the new ones

@@ -219,18 +219,28 @@ class AttentionBlock {
       masks.row_causal.emplace(RowCausal{std::move(q_start)});
     }
 
-    Tensor<Scalar, 3> context({B, Lq, E}, uninitialized);
-    BlockResult<Scalar> r;
-    if (call.need_weights) r.weights = Tensor<Scalar, 4>({B, H, Lq, keys.size(2)});
-    attention_into<Scalar>(as_heads(context.data(), H, Lq, E), r.weights.view(), qh, keys, values, ScaledDot{}, masks,
-                           {.masked_rows = call.masked_rows});
-    if (call.out) {
-      out_proj.rows_add(TensorView<const Scalar, 2>(context.data(), {B * Lq, E}), call.skip,
-                        TensorView<Scalar, 2>(call.out, {B * Lq, E}));
-    } else {
-      r.output = out_proj(context);
-    }
-    return r;
+    return attend_and_merge(qh, keys, values, masks, call);
+  }
+
+  // key [B, S, kdim] and value [B, S, vdim] projected once, [B, S, Hkv·hd] each, to be attended
+  // by forward_projected from many calls (a decoder's memory). The caller has checked the shapes.
+  std::pair<Tensor<Scalar, 3>, Tensor<Scalar, 3>> project_kv(const TensorView<const Scalar, 3>& key,
+                                                             const TensorView<const Scalar, 3>& value) const {
+    return {k_proj(key), v_proj(value)};
+  }
+
+  // forward() with keys and values from project_kv: query [B, Lq, E] is projected, the keys and
+  // values are read as they are (no extras, no store). The caller has checked the shapes.
+  BlockResult<Scalar> forward_projected(const TensorView<const Scalar, 3>& query, const Tensor<Scalar, 3>& k,
+                                        const Tensor<Scalar, 3>& v, const OptionalMasks<Scalar>& masks,
+                                        const BlockCall<Scalar>& call) const {
+    const index_t B = query.size(0), Lq = query.size(1), S = k.size(1), E = options_.embed_dim, hd = head_dim();
+    const index_t H = options_.num_heads, Hkv = options_.num_kv_heads, kv = kv_width();
+    Tensor<Scalar, 3> q = q_proj(query);
+    const TensorView<const Scalar, 4> qh(q.data(), {B, H, Lq, hd}, {Lq * E, hd, E, 1});
+    const TensorView<const Scalar, 4> kh(k.data(), {B, Hkv, S, hd}, {S * kv, hd, kv, 1});
+    const TensorView<const Scalar, 4> vh(v.data(), {B, Hkv, S, hd}, {S * kv, hd, kv, 1});
+    return attend_and_merge(qh, kh, vh, masks, call);
   }
 
  private:
@@ -252,6 +262,26 @@ class AttentionBlock {
                 TensorView<Scalar, 2>(&out(b, 0, 0), {L0, width}));
       if (options_.add_bias_kv) std::copy_n(bias_kv.data(), width, &out(b, L0, 0));
     }
+  }
+
+  // attend: the heads' outputs as [B, Lq, E] rows, then the output projection (or its
+  // residual form).
+  BlockResult<Scalar> attend_and_merge(const TensorView<const Scalar, 4>& qh, const TensorView<const Scalar, 4>& keys,
+                                       const TensorView<const Scalar, 4>& values, const OptionalMasks<Scalar>& masks,
+                                       const BlockCall<Scalar>& call) const {
+    const index_t B = qh.size(0), H = qh.size(1), Lq = qh.size(2), E = options_.embed_dim;
+    Tensor<Scalar, 3> context({B, Lq, E}, uninitialized);
+    BlockResult<Scalar> r;
+    if (call.need_weights) r.weights = Tensor<Scalar, 4>({B, H, Lq, keys.size(2)});
+    attention_into<Scalar>(TensorView<Scalar, 4>(context.data(), {B, H, Lq, head_dim()}, {Lq * E, head_dim(), E, 1}),
+                           r.weights.view(), qh, keys, values, ScaledDot{}, masks, {.masked_rows = call.masked_rows});
+    if (call.out) {
+      out_proj.rows_add(TensorView<const Scalar, 2>(context.data(), {B * Lq, E}), call.skip,
+                        TensorView<Scalar, 2>(call.out, {B * Lq, E}));
+    } else {
+      r.output = out_proj(context);
+    }
+    return r;
   }
 
   AttentionBlockOptions options_;

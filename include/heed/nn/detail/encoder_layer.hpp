@@ -50,6 +50,27 @@ TensorView<const Scalar, 3> encoder_input(const X& x, index_t d_model, const cha
   return contiguous(v, storage);
 }
 
+// out[rows, d] += linear2(activation(linear1(in[rows, d]))), the bias and activation fused into
+// linear1's GEMM (the encoder's and the decoder's feed-forward block). Rows go in blocks, one
+// block per worker, so each block's hidden activations [block, F] stay in that core's L2 between
+// the two GEMMs instead of a [rows, F] round trip to memory.
+template <class Scalar>
+void add_feed_forward(const nn::Linear<Scalar>& linear1, const nn::Linear<Scalar>& linear2, nn::Activation activation,
+                      const Scalar* in, Scalar* out, index_t rows) {
+  const index_t d = linear1.weight().size(1), F = linear1.weight().size(0), block = simd::GemmTile<Scalar>::mc;
+  const index_t blocks = (rows + block - 1) / block;
+  const int threads = static_cast<int>(std::min<index_t>(num_threads(), blocks));
+  std::vector<Tensor<Scalar, 2>> hidden(static_cast<std::size_t>(std::max(threads, 1)));
+  parallel_for(blocks, threads, [&](index_t i, int worker) {
+    const index_t r0 = i * block, n = std::min(block, rows - r0);
+    Tensor<Scalar, 2>& h = hidden[static_cast<std::size_t>(worker)];
+    if (h.empty()) h = Tensor<Scalar, 2>({std::min(block, rows), F}, uninitialized);
+    const TensorView<Scalar, 2> hv(h.data(), {n, F});
+    linear1.rows(TensorView<const Scalar, 2>(in + r0 * d, {n, d}), hv, activation, 1);
+    linear2.rows_add(hv, TensorView<Scalar, 2>(out + r0 * d, {n, d}), 1);
+  });
+}
+
 //   post-norm (default):  x = norm1(x + self_attn(x)); x = norm2(x + ff(x))
 //   norm_first:           x = x + self_attn(norm1(x)); x = x + ff(norm2(x))
 //   ff(x) = linear2(activation(linear1(x)))
@@ -88,22 +109,8 @@ class EncoderLayer {
                                      .is_causal = call.is_causal,
                                      .masked_rows = call.masked_rows});
     };
-    // out += linear2(activation(linear1(in))), the bias and activation fused into linear1's GEMM.
-    // Rows go in blocks, one block per worker, so each block's hidden activations [block, F]
-    // stay in that core's L2 between the two GEMMs instead of a [rows, F] round trip to memory.
     const auto add_feed_forward = [&](const Scalar* in) {
-      const index_t F = config_.dim_feedforward, block = simd::GemmTile<Scalar>::mc;
-      const index_t blocks = (rows + block - 1) / block;
-      const int threads = static_cast<int>(std::min<index_t>(num_threads(), blocks));
-      std::vector<Tensor<Scalar, 2>> hidden(static_cast<std::size_t>(std::max(threads, 1)));
-      parallel_for(blocks, threads, [&](index_t i, int worker) {
-        const index_t r0 = i * block, n = std::min(block, rows - r0);
-        Tensor<Scalar, 2>& h = hidden[static_cast<std::size_t>(worker)];
-        if (h.empty()) h = Tensor<Scalar, 2>({block, F}, uninitialized);
-        const TensorView<Scalar, 2> hv(h.data(), {n, F});
-        linear1_.rows(TensorView<const Scalar, 2>(in + r0 * d, {n, d}), hv, config_.activation, 1);
-        linear2_.rows_add(hv, TensorView<Scalar, 2>(out.data() + r0 * d, {n, d}), 1);
-      });
+      detail::add_feed_forward(linear1_, linear2_, config_.activation, in, out.data(), rows);
     };
     if (config_.norm_first) {
       add_attention(norm1_(x), x);

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -164,6 +165,65 @@ BENCHMARK(BM_heed_layer)->Apply(shapes);
 BENCHMARK(BM_torch_layer)->Apply(shapes);
 BENCHMARK(BM_interleaved_mha)->Apply(shapes);
 BENCHMARK(BM_interleaved_layer)->Apply(shapes);
+
+// Generation through a 4-layer torch-style decoder (d_model 512, 8 heads, F 2048) over a memory
+// of 256 positions, one token per step after a prompt of 1024. libtorch 1.13 has no KV cache:
+// nn.TransformerDecoder recomputes the whole causal sequence at each step, here at 1152 tokens
+// (the middle of 256 steps). heed does the same (BM_decoder_recompute_heed) and with its cache
+// (BM_decoder_cached_heed: the mean over 256 steps). Counter: generated tokens per second.
+// args: threads
+constexpr index_t dec_layers = 4, dec_prompt = 1024, dec_steps = 256, dec_memory = 256;
+constexpr index_t dec_mid = dec_prompt + dec_steps / 2;
+
+void decoder_threads(benchmark::State& state) {
+  heed::set_num_threads(static_cast<int>(state.range(0)));
+  torch::set_num_threads(static_cast<int>(state.range(0)));
+}
+
+void BM_decoder_recompute_torch(benchmark::State& state) {
+  decoder_threads(state);
+  torch::NoGradGuard no_grad;
+  torch::nn::TransformerDecoder decoder(torch::nn::TransformerDecoderOptions(
+      torch::nn::TransformerDecoderLayerOptions(E, H).dim_feedforward(F).dropout(0.0), dec_layers));
+  decoder->eval();
+  const auto tgt = torch::randn({dec_mid, 1, E}), memory = torch::randn({dec_memory, 1, E});
+  const auto mask = torch::triu(torch::full({dec_mid, dec_mid}, -std::numeric_limits<float>::infinity()), 1);
+  for (auto _ : state) benchmark::DoNotOptimize(decoder->forward(tgt, memory, mask).data_ptr());
+  state.counters["tokens/s"] = benchmark::Counter(1.0, benchmark::Counter::kIsRate);
+}
+
+heed::nn::TransformerDecoder<float> heed_decoder() {
+  return heed::nn::TransformerDecoder<float>(
+      {.d_model = E, .nhead = H, .dim_feedforward = F, .num_layers = dec_layers, .seed = 1});
+}
+
+void BM_decoder_recompute_heed(benchmark::State& state) {
+  decoder_threads(state);
+  const auto decoder = heed_decoder();
+  const auto tgt = heed::randn<float>({1, dec_mid, E}, 1), memory = heed::randn<float>({1, dec_memory, E}, 2);
+  for (auto _ : state) benchmark::DoNotOptimize(decoder(tgt, memory, {.tgt_is_causal = true}).data());
+  state.counters["tokens/s"] = benchmark::Counter(1.0, benchmark::Counter::kIsRate);
+}
+
+void BM_decoder_cached_heed(benchmark::State& state) {
+  decoder_threads(state);
+  const auto decoder = heed_decoder();
+  const auto prompt = heed::randn<float>({1, dec_prompt, E}, 1), memory = heed::randn<float>({1, dec_memory, E}, 2);
+  const auto token = heed::randn<float>({1, 1, E}, 3);
+  auto cache = decoder.make_cache({.batch = 1, .max_len = dec_prompt + dec_steps});
+  (void)decoder(prompt, memory, {.cache = &cache});
+  for (auto _ : state) {
+    for (index_t s = 0; s < dec_steps; ++s) benchmark::DoNotOptimize(decoder(token, memory, {.cache = &cache}).data());
+    state.PauseTiming();
+    cache.truncate_row(0, dec_prompt);
+    state.ResumeTiming();
+  }
+  state.counters["tokens/s"] = benchmark::Counter(double(dec_steps), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_decoder_recompute_torch)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_decoder_recompute_heed)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_decoder_cached_heed)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Collects each run's time and prints heed / libtorch speed ratios at the end.
 class RatioReporter : public benchmark::ConsoleReporter {

@@ -11,6 +11,7 @@
 #include "heed/core/eigen.hpp"
 #include "heed/core/random.hpp"
 #include "heed/kernels.hpp"
+#include "heed/simd/vector_ops.hpp"
 
 namespace {
 
@@ -125,10 +126,27 @@ void BM_decode(benchmark::State& state) {
     auto r = heed::attention(q, k, v, heed::ScaledDot{}, heed::mask::None{}, options);
     benchmark::DoNotOptimize(r.output.data());
   }
-  state.counters["GB/s"] = benchmark::Counter(double(2 * B * hkv * lk * d) * double(sizeof(T)),
-                                              benchmark::Counter::kIsIterationInvariantRate,
-                                              benchmark::Counter::kIs1000);
+  state.counters["GB/s"] =
+      benchmark::Counter(double(2 * B * hkv * lk * d) * double(sizeof(T)),
+                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
+// The bound for BM_decode: one pass reading K and V of the same size (a dot product of the two,
+// so the loads, not the arithmetic, set the time). args: Lk, Hkv, threads (1 only)
+void BM_decode_read_bound(benchmark::State& state) {
+  const index_t n = B * state.range(1) * state.range(0) * d;
+  const auto k = heed::randn<float>({n}, 2), v = heed::randn<float>({n}, 3);
+  for (auto _ : state) benchmark::DoNotOptimize(heed::simd::dot(k.data(), v.data(), n));
+  state.counters["GB/s"] = benchmark::Counter(
+      double(2 * n) * sizeof(float), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_decode_read_bound)
+    ->ArgNames({"Lk", "Hkv", "threads"})
+    ->Args({512, 8, 1})
+    ->Args({4096, 8, 1})
+    ->Args({16384, 8, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 void decode_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"Lk", "Hkv", "threads"});
   for (index_t lk : {512, 4096, 16384})

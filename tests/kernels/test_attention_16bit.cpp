@@ -98,4 +98,15 @@ TEST(Attention16Half, ScoresPastTheLargestHalfDoNotOverflow) {
   EXPECT_EQ(float(r.weights(0, 0, 19, 0)), float(heed::half(1.0f / 20)));  // equal scores: uniform
 }
 
+// The driver's decode path (few query rows, many keys: each K/V tile read once per group of
+// query heads, key ranges merged) in 16-bit storage, within the same bound.
+TYPED_TEST(Attention16, DecodePathWithGroupedHeads) {
+  int variant = 0;
+  for (const Dims dims : {Dims{1, 8, 1, 700, 64, 64, 2}, Dims{2, 4, 3, 1030, 32, 16}}) {
+    const Inputs<float> in(dims, static_cast<std::uint64_t>(dims.Lk));
+    for (MaskKind mask : {MaskKind::none, MaskKind::causal_bottom_right, MaskKind::key_padding, MaskKind::bias})
+      expect_within_bound<TypeParam>(in, ScoreKind::scaled_dot, mask, {.num_threads = 1 + (++variant) % 3});
+  }
+}
+
 }  // namespace

@@ -105,4 +105,34 @@ TEST(Gemm, AddsAnotherMatrixWithoutTouchingIt) {
     }
 }
 
+// One row of A (a decoding step's GEMV) takes its own loop: W's panels shared among the workers,
+// the single-row kernel. Every width, depth, worker count, bias/ReLU and addend.
+TEST(Gemm, OneRowSplitsThePanelsAcrossWorkers) {
+  for (const index_t n : {1, 33, 200, 1000})
+    for (const index_t k : {1, 7, 400})
+      for (const int threads : {1, 2, 3}) {
+        check<float>(1, n, k, threads == 2, threads);
+        check<double>(1, n, k, threads != 2, threads);
+      }
+  const index_t n = 150, k = 500;
+  const auto a = heed::randn<float>({1, k}, 13);
+  const auto w = heed::randn<float>({n, k}, 14);
+  const auto bias = heed::randn<float>({n}, 15);
+  const auto d = heed::randn<float>({1, n}, 16);
+  const heed::PackedMatrix<float> packed(w.data(), n, k, bias.data());
+  for (const bool relu : {false, true})
+    for (const int threads : {1, 2}) {
+      heed::Tensor<float, 2> expected({1, n});
+      for (index_t j = 0; j < n; ++j) {
+        double sum = static_cast<double>(d(0, j)) + static_cast<double>(bias(j));
+        for (index_t kk = 0; kk < k; ++kk) sum += static_cast<double>(a(0, kk)) * static_cast<double>(w(j, kk));
+        expected(0, j) = static_cast<float>(relu ? std::max(sum, 0.0) : sum);
+      }
+      auto c = heed::randn<float>({1, n}, 17);
+      heed::gemm_nt(a.data(), k, 1, packed, c.data(), n,
+                    {.addend = d.data(), .ld_addend = n, .relu = relu, .threads = threads});
+      EXPECT_TRUE(heed::test::all_close(c, expected, {1e-4, 1e-3})) << "relu " << relu << ", threads " << threads;
+    }
+}
+
 }  // namespace

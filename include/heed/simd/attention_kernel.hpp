@@ -83,6 +83,70 @@ inline void attention_micro_kernel(index_t depth, const TA* a, index_t lda, inde
     }
 }
 
+/// The products of a tile with a single query row (a decoding step), where the MR-row micro-kernel
+/// would compute MR - 1 rows of padding. Scores: out[j] = alpha · Σ_kk q[kk] · k[j · ldk + kk] for
+/// j < nj, four keys at a time (four independent chains, one horizontal sum per key).
+template <class T, class TQ, class TK>
+inline void attention_row_scores(index_t depth, const TQ* q, const TK* k, index_t ldk, index_t nj, T* out,
+                                 T alpha) noexcept {
+  constexpr index_t W = static_cast<index_t>(width<T>);
+  const index_t full = depth / W * W;
+  index_t j = 0;
+  for (; j + 4 <= nj; j += 4) {
+    const TK* k0 = k + j * ldk;
+    batch<T> a0 = broadcast(T(0)), a1 = a0, a2 = a0, a3 = a0;
+    for (index_t kk = 0; kk < full; kk += W) {
+      const batch<T> qv = load_widened(q + kk);
+      a0 = fma(qv, load_widened(k0 + kk), a0);
+      a1 = fma(qv, load_widened(k0 + ldk + kk), a1);
+      a2 = fma(qv, load_widened(k0 + 2 * ldk + kk), a2);
+      a3 = fma(qv, load_widened(k0 + 3 * ldk + kk), a3);
+    }
+    T s[4] = {reduce_add(a0), reduce_add(a1), reduce_add(a2), reduce_add(a3)};
+    for (index_t kk = full; kk < depth; ++kk)
+      for (index_t u = 0; u < 4; ++u) s[u] += static_cast<T>(q[kk]) * static_cast<T>(k0[u * ldk + kk]);
+    for (index_t u = 0; u < 4; ++u) out[j + u] = alpha * s[u];
+  }
+  for (; j < nj; ++j) {
+    const TK* kj = k + j * ldk;
+    batch<T> a0 = broadcast(T(0));
+    for (index_t kk = 0; kk < full; kk += W) a0 = fma(load_widened(q + kk), load_widened(kj + kk), a0);
+    T s = reduce_add(a0);
+    for (index_t kk = full; kk < depth; ++kk) s += static_cast<T>(q[kk]) * static_cast<T>(kj[kk]);
+    out[j] = alpha * s;
+  }
+}
+
+/// o[c] = (c_scale ? *c_scale · o[c] : 0) + Σ_{j < nj} p[j] · v[j · ldv + c] for c < dv: one query
+/// row's P·V, eight vectors of columns at a time held in registers while V's rows stream past.
+template <class T, class TV>
+inline void attention_row_pv(index_t nj, const T* p, const TV* v, index_t ldv, index_t dv, T* o,
+                             const T* c_scale) noexcept {
+  constexpr index_t W = static_cast<index_t>(width<T>), CH = 8;
+  const batch<T> zero = broadcast(T(0));
+  index_t c0 = 0;
+  for (; c0 + CH * W <= dv; c0 += CH * W) {
+    batch<T> acc[CH];
+    for (index_t r = 0; r < CH; ++r) acc[r] = c_scale ? load(o + c0 + r * W) * broadcast(*c_scale) : zero;
+    for (index_t j = 0; j < nj; ++j) {
+      const batch<T> pj = broadcast(p[j]);
+      const TV* row = v + j * ldv + c0;
+      for (index_t r = 0; r < CH; ++r) acc[r] = fma(pj, load_widened(row + r * W), acc[r]);
+    }
+    for (index_t r = 0; r < CH; ++r) store(o + c0 + r * W, acc[r]);
+  }
+  for (; c0 + W <= dv; c0 += W) {
+    batch<T> acc = c_scale ? load(o + c0) * broadcast(*c_scale) : zero;
+    for (index_t j = 0; j < nj; ++j) acc = fma(broadcast(p[j]), load_widened(v + j * ldv + c0), acc);
+    store(o + c0, acc);
+  }
+  for (; c0 < dv; ++c0) {
+    T sum = c_scale ? *c_scale * o[c0] : T(0);
+    for (index_t j = 0; j < nj; ++j) sum += p[j] * static_cast<T>(v[j * ldv + c0]);
+    o[c0] = sum;
+  }
+}
+
 /// Kᵀ in panels of NR keys: out[p · depth · NR + kk · NR + j] = k[(p · NR + j) · ldk + kk] for the
 /// `keys` rows of k, zero for the keys past them in the last panel, in k's own type (NR is the
 /// accumulator type's). out holds ceil(keys / NR) · depth · NR values.

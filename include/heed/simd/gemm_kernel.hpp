@@ -54,6 +54,41 @@ inline void prefetch_share(const T* p, index_t n, index_t part, index_t parts) n
   for (index_t offset = from; offset < to; offset += line) prefetch(bytes + offset);
 }
 
+/// gemm_micro_kernel for a single row of C (a decoding step's GEMV): the same result, without the
+/// MR - 1 rows of padding, its k loop split over four chains of accumulators so that the FMAs do
+/// not wait on each other.
+template <class T, class B = T>
+inline void gemm_row_kernel(index_t kc, const T* a, const B* b, T* c, const T* src, const T* bias, bool relu,
+                            index_t n_valid) noexcept {
+  constexpr index_t MR = GemmTile<T>::mr, NR = GemmTile<T>::nr, W = static_cast<index_t>(width<T>);
+  const batch<T> zero = broadcast(T(0));
+  batch<T> acc[8] = {zero, zero, zero, zero, zero, zero, zero, zero};
+  index_t kk = 0;
+  for (; kk + 4 <= kc; kk += 4)
+    for (index_t u = 0; u < 4; ++u) {
+      const batch<T> ak = broadcast(a[(kk + u) * MR]);
+      acc[2 * u] = fma(ak, load_widened(b + (kk + u) * NR), acc[2 * u]);
+      acc[2 * u + 1] = fma(ak, load_widened(b + (kk + u) * NR + W), acc[2 * u + 1]);
+    }
+  for (; kk < kc; ++kk) {
+    const batch<T> ak = broadcast(a[kk * MR]);
+    acc[0] = fma(ak, load_widened(b + kk * NR), acc[0]);
+    acc[1] = fma(ak, load_widened(b + kk * NR + W), acc[1]);
+  }
+  batch<T> lo = (acc[0] + acc[2]) + (acc[4] + acc[6]), hi = (acc[1] + acc[3]) + (acc[5] + acc[7]);
+  if (bias) {
+    lo = lo + load(bias);
+    hi = hi + load(bias + W);
+  }
+  alignas(64) T row[static_cast<std::size_t>(NR)];
+  store(row, lo);
+  store(row + W, hi);
+  for (index_t j = 0; j < n_valid; ++j) {
+    const T value = (src ? src[j] : T(0)) + row[j];
+    c[j] = relu && value < T(0) ? T(0) : value;
+  }
+}
+
 /// One MR × NR tile: c[r, j] = (src ? src[r, j] : 0) + sum_kk a[kk · MR + r] · b[kk · NR + j]
 /// (+ bias[j], then max(·, 0) if relu) for kk < kc; src has leading dimension lds and may be c.
 /// Only rows < m_valid and columns < n_valid are read from src and written. T is the

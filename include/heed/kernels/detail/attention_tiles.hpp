@@ -39,6 +39,7 @@ template <class T, class TV>
 void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t nj, const TV* v, index_t ldv, index_t dv, T* o,
                    const T* c) noexcept {
   constexpr index_t MR = simd::AttentionTile<T>::mr, NR = simd::AttentionTile<T>::nr;
+  if (ni == 1) return simd::attention_row_pv(nj, p, v, ldv, dv, o, c);
   const index_t full = dv / NR * NR;
   // column block by column block: those NR columns of V's nj rows stay in L1 while every row
   // block of P reads them

@@ -22,6 +22,37 @@ struct NoEpilogue;
 
 namespace heed::detail {
 
+// gemm_nt for float and double with one row of A (a decoding step): the workers share W's
+// panels (the one row block would give all the work to one of them), and each panel runs on the
+// single-row kernel.
+template <class T, class Packed, class Options, class Epilogue>
+void gemm_nt_row(const T* a, const Packed& w, T* c, const Options& options, const Epilogue& epilogue, int threads) {
+  using Tile = simd::GemmTile<T>;
+  constexpr index_t MR = Tile::mr, NR = Tile::nr, KC = Tile::kc;
+  constexpr index_t chunk = 4;  // panels per task: 4 · NR columns of C
+  const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR, chunks = (panels + chunk - 1) / chunk;
+  parallel_for(chunks, static_cast<int>(std::min<index_t>(threads, chunks)), [&](index_t task, int) {
+    thread_local std::vector<T> packed;
+    if (packed.size() < static_cast<std::size_t>(MR * KC + simd::pack_a_slack))
+      packed.resize(static_cast<std::size_t>(MR * KC + simd::pack_a_slack));
+    const index_t p_end = std::min(panels, (task + 1) * chunk);
+    for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
+      const index_t kc = std::min(KC, k - k0);
+      simd::pack_a(a + k0, k, index_t{1}, kc, packed.data());
+      const bool last = k0 + KC >= k;
+      const T* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
+      for (index_t p = task * chunk; p < p_end; ++p) {
+        const index_t n_valid = std::min(NR, n - p * NR);
+        simd::gemm_row_kernel(kc, packed.data(), w.panel(p, k0), c + p * NR, src ? src + p * NR : nullptr,
+                              last ? w.bias(p) : nullptr, last && options.relu, n_valid);
+        if constexpr (!std::is_same_v<Epilogue, NoEpilogue>)
+          if (last) epilogue(c + p * NR, p * NR, n_valid);
+      }
+      if (k == 0) break;
+    }
+  });
+}
+
 // gemm_nt for float and double: C is computed in place, k block after k block.
 template <class T, class Packed, class Options, class Epilogue>
 void gemm_nt_native(const T* a, index_t lda, index_t m, const Packed& w, T* c, index_t ldc, const Options& options,
@@ -31,6 +62,7 @@ void gemm_nt_native(const T* a, index_t lda, index_t m, const Packed& w, T* c, i
   const index_t n = w.rows(), k = w.cols();
   const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC;
   const int threads = options.threads > 0 ? options.threads : num_threads();
+  if (m == 1) return gemm_nt_row(a, w, c, options, epilogue, threads);
   parallel_for(row_blocks, static_cast<int>(std::min<index_t>(threads, row_blocks)), [&](index_t block, int) {
     // The packed A block lives as long as the thread: no allocation (and no page faults) per call.
     thread_local std::vector<T> packed;

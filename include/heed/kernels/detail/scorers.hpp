@@ -72,10 +72,9 @@ class DotScorer {
       }
       return;
     }
-    for (index_t i = 0; i < t.ni; ++i) {
-      const T* qi = &q_(t.b, t.h, t.i0 + i, 0);
-      for (index_t j = 0; j < t.nj; ++j) out[i * ld + j] = scale_ * simd::dot_widened(qi, &k_(t.b, hk, t.j0 + j, 0), d);
-    }
+    for (index_t i = 0; i < t.ni; ++i)
+      simd::attention_row_scores(d, &q_(t.b, t.h, t.i0 + i, 0), &k_(t.b, hk, t.j0, 0), k_.stride(2), t.nj, out + i * ld,
+                                 scale_);
   }
 
  private:

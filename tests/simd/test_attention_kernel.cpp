@@ -66,4 +66,47 @@ TEST(AttentionMicroKernel, PackKtLaysKeysOutInPanelsOfNr) {
       }
 }
 
+// The one-row kernels of the decode path: scores of one query row against nj keys (whole
+// vectors of keys, then four, then one; depths with and without a tail) and one row's P·V
+// (eight-vector chunks, single vectors, scalar columns), K and V in float and 16-bit.
+template <class TK>
+void check_row_kernels(index_t depth, index_t nj) {
+  SCOPED_TRACE(testing::Message() << "depth " << depth << " keys " << nj << " " << sizeof(TK) * 8 << "-bit");
+  const index_t ldk = depth + 3;
+  const auto q = heed::randn<float>({depth}, 5);
+  const auto k = heed::cast<TK>(heed::randn<float>({nj, ldk}, 6));
+  std::vector<float> out(static_cast<std::size_t>(nj + 1), -7.0f);
+  simd::attention_row_scores(depth, q.data(), k.data(), ldk, nj, out.data(), 0.25f);
+  for (index_t j = 0; j < nj; ++j) {
+    double sum = 0;
+    for (index_t kk = 0; kk < depth; ++kk) sum += double(q(kk)) * double(float(k(j, kk)));
+    ASSERT_NEAR(out[static_cast<std::size_t>(j)], 0.25 * sum, 1e-5 * double(depth)) << j;
+  }
+  ASSERT_EQ(out[static_cast<std::size_t>(nj)], -7.0f);  // nothing past the last key
+  // P·V: dv = depth columns of V's nj rows
+  const auto p = heed::randn<float>({nj}, 7);
+  const auto v = heed::cast<TK>(heed::randn<float>({nj, ldk}, 8));
+  for (const bool scaled : {false, true}) {
+    auto o = heed::randn<float>({depth + 1}, 9);
+    const auto before = o;
+    const float c = 0.75f;
+    simd::attention_row_pv(nj, p.data(), v.data(), ldk, depth, o.data(), scaled ? &c : nullptr);
+    for (index_t col = 0; col < depth; ++col) {
+      double sum = scaled ? double(c) * double(before(col)) : 0.0;
+      for (index_t j = 0; j < nj; ++j) sum += double(p(j)) * double(float(v(j, col)));
+      ASSERT_NEAR(o(col), sum, 1e-5 * double(nj)) << col;
+    }
+    ASSERT_EQ(o(depth), before(depth));
+  }
+}
+
+TEST(AttentionRowKernels, EveryLengthInFloatAndSixteenBit) {
+  for (const index_t depth : {1, 7, 8, 16, 64, 80, 129})
+    for (const index_t nj : {1, 3, 4, 5, 15, 16, 17, 37, 128}) {
+      check_row_kernels<float>(depth, nj);
+      check_row_kernels<heed::bfloat16>(depth, nj);
+      check_row_kernels<heed::half>(depth, nj);
+    }
+}
+
 }  // namespace

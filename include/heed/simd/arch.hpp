@@ -154,6 +154,11 @@ template <class T>
 [[nodiscard]] inline T reduce_max(T v) noexcept {
   return v;
 }
+/// Lane i: the sum of the lanes of rows[i], for width<T> rows (one row here).
+template <class T>
+[[nodiscard]] inline T reduce_add_rows(const T* rows) noexcept {
+  return rows[0];
+}
 
 #else
 
@@ -192,6 +197,13 @@ template <class T>
 #else
   return xsimd::hadd(v);
 #endif
+}
+
+/// Lane i: the sum of the lanes of rows[i], for width<T> rows (xsimd's haddp: a transpose of
+/// pairwise adds, cheaper than width<T> separate reduce_add calls).
+template <class T>
+[[nodiscard]] inline batch<T> reduce_add_rows(const batch<T>* rows) noexcept {
+  return xsimd::haddp(rows);
 }
 
 /// The largest lane.

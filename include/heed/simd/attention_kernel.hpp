@@ -85,13 +85,37 @@ inline void attention_micro_kernel(index_t depth, const TA* a, index_t lda, inde
 
 /// The products of a tile with a single query row (a decoding step), where the MR-row micro-kernel
 /// would compute MR - 1 rows of padding. Scores: out[j] = alpha · Σ_kk q[kk] · k[j · ldk + kk] for
-/// j < nj, four keys at a time (four independent chains, one horizontal sum per key).
+/// j < nj, a vector width of keys at a time (that many independent chains, their sums reduced
+/// together), then four and one at a time.
 template <class T, class TQ, class TK>
 inline void attention_row_scores(index_t depth, const TQ* q, const TK* k, index_t ldk, index_t nj, T* out,
                                  T alpha) noexcept {
   constexpr index_t W = static_cast<index_t>(width<T>);
   const index_t full = depth / W * W;
   index_t j = 0;
+  if constexpr (W > 1) {
+    // W keys at a time: W independent chains, their W sums in one vector by reduce_add_rows
+    for (; j + W <= nj; j += W) {
+      const TK* kw = k + j * ldk;
+      batch<T> acc[static_cast<std::size_t>(W)];
+      for (index_t u = 0; u < W; ++u) acc[u] = broadcast(T(0));
+      for (index_t kk = 0; kk < full; kk += W) {
+        const batch<T> qv = load_widened(q + kk);
+        for (index_t u = 0; u < W; ++u) acc[u] = fma(qv, load_widened(kw + u * ldk + kk), acc[u]);
+      }
+      const batch<T> sums = reduce_add_rows(acc);
+      if (full == depth) {
+        store(out + j, sums * broadcast(alpha));
+        continue;
+      }
+      alignas(64) T lanes[static_cast<std::size_t>(W)];
+      store(lanes, sums);
+      for (index_t u = 0; u < W; ++u) {
+        for (index_t kk = full; kk < depth; ++kk) lanes[u] += static_cast<T>(q[kk]) * static_cast<T>(kw[u * ldk + kk]);
+        out[j + u] = alpha * lanes[u];
+      }
+    }
+  }
   for (; j + 4 <= nj; j += 4) {
     const TK* k0 = k + j * ldk;
     batch<T> a0 = broadcast(T(0)), a1 = a0, a2 = a0, a3 = a0;

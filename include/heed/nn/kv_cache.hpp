@@ -15,6 +15,11 @@
 //   auto step = mha(token, token, token, {.need_weights = false, .cache = &cache});   // one more
 //
 // Appending past the capacity is a ShapeError and leaves the cache as it was.
+//
+// A module stays const and thread-safe with a cache: the state is in the cache, which belongs to
+// one sequence (one batch of them) and must not be used by two calls at once. Serve concurrent
+// requests with a cache each. The storage type is the module's: a KVCache<float> does not fit a
+// MultiheadAttention<bfloat16> call at compile time.
 
 #include <algorithm>
 #include <optional>

@@ -1,7 +1,6 @@
 #pragma once
 #include "heed/core/detail/internal_header_check.hpp"
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,15 +21,8 @@
 // TransformerDecoder (heed/nn/transformer_decoder*.hpp).
 namespace heed::detail {
 
-struct DecoderLayerConfig {
-  index_t d_model = 0;
-  index_t nhead = 1;
-  index_t dim_feedforward = 2048;
-  nn::Activation activation = nn::Activation::relu;
-  double layer_norm_eps = 1e-5;
-  bool norm_first = false;
-  std::uint64_t seed = 0;
-};
+// A decoder layer has the options of an encoder layer (torch's two layers take the same ones).
+using DecoderLayerConfig = EncoderLayerConfig;
 
 //   post-norm (default):  x = norm1(x + sa(x)); x = norm2(x + ca(x, memory)); x = norm3(x + ff(x))
 //   norm_first:           x = x + sa(norm1(x)); x = x + ca(norm2(x), memory); x = x + ff(norm3(x))

@@ -67,6 +67,13 @@ void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t nj, const TV* v,
 // The scratch is the worker threads' own (thread_local, grown, never shrunk): a step allocates
 // nothing once the first step of its size has run. Weights are not produced here (the general
 // loop writes them).
+// to += from, count by count (each worker counts its own tiles; the driver sums them).
+inline void add_stats(AttentionStats& to, const AttentionStats& from) noexcept {
+  to.open += from.open;
+  to.partial += from.partial;
+  to.blocked += from.blocked;
+}
+
 inline constexpr index_t decode_max_rows = 16;     // Lq up to this...
 inline constexpr index_t decode_min_keys = 512;    // ...and Lk from this take the decode path
 inline constexpr index_t decode_block_k = 128;     // keys per tile: a float K tile of d = 64 fits L1
@@ -102,7 +109,8 @@ void attention_decode(const TensorView<T, 4>& out, const TensorView<const T, 4>&
   // Enough ranges for two tasks per worker, none shorter than decode_split_keys.
   const index_t most = std::max<index_t>(1, Lk / decode_split_keys);
   const index_t wanted = threads > 1 ? (2 * threads + groups - 1) / groups : 1;
-  const index_t per_range = (k_tiles + std::clamp(wanted, index_t{1}, most) - 1) / std::clamp(wanted, index_t{1}, most);
+  const index_t split = std::clamp(wanted, index_t{1}, most);
+  const index_t per_range = (k_tiles + split - 1) / split;
   const index_t ranges = (k_tiles + per_range - 1) / per_range;
   // Per (group, range): R rows of [m, l, O (dv)], merged after the tasks; one range writes out
   // directly.
@@ -154,12 +162,7 @@ void attention_decode(const TensorView<T, 4>& out, const TensorView<const T, 4>&
       accumulate_pv(S, bk, R, nj, &v(b, hk, j0, 0), v.stride(2), dv, O, started ? s.correction.data() : nullptr);
       started = true;
     }
-    if (options.stats) {
-      AttentionStats& mine = stats[static_cast<std::size_t>(worker)];
-      mine.open += counted.open;
-      mine.partial += counted.partial;
-      mine.blocked += counted.blocked;
-    }
+    if (options.stats) add_stats(stats[static_cast<std::size_t>(worker)], counted);
     if (ranges == 1) {
       for (index_t r = 0; r < R; ++r) {
         const Acc norm = s.rows[static_cast<std::size_t>(r)].normalizer(options.masked_rows);
@@ -207,11 +210,7 @@ void attention_decode(const TensorView<T, 4>& out, const TensorView<const T, 4>&
 
   if (options.stats) {
     *options.stats = {};
-    for (const auto& c : stats) {
-      options.stats->open += c.open;
-      options.stats->partial += c.partial;
-      options.stats->blocked += c.blocked;
-    }
+    for (const auto& c : stats) add_stats(*options.stats, c);
   }
 }
 
@@ -341,11 +340,7 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
 
   if (options.stats) {
     *options.stats = {};
-    for (const auto& s : scratch) {
-      options.stats->open += s.stats.open;
-      options.stats->partial += s.stats.partial;
-      options.stats->blocked += s.stats.blocked;
-    }
+    for (const auto& s : scratch) add_stats(*options.stats, s.stats);
   }
 }
 

@@ -64,7 +64,9 @@ class Rotary {
     for (index_t pos = 0; pos < options_.max_positions; ++pos) angles(pos, &cos_[pos * pairs], &sin_[pos * pairs]);
   }
 
+  /// The options, with dim filled in (the head dim when 0 was given).
   [[nodiscard]] const RotaryOptions& options() const noexcept { return options_; }
+  /// The components per head that apply() expects.
   [[nodiscard]] index_t head_dim() const noexcept { return head_dim_; }
 
   /// Rotates x [B, H, L, head_dim] in place: row i of batch row b is at position start[b] + i

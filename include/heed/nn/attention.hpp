@@ -74,7 +74,9 @@ class Attention {
     if (c.rotary) rotary_.emplace(block_.head_dim(), *c.rotary);
   }
 
+  /// The options it was made with (num_kv_heads filled in).
   [[nodiscard]] const AttentionConfig& config() const noexcept { return config_; }
+  /// embed_dim / num_heads.
   [[nodiscard]] index_t head_dim() const noexcept { return block_.head_dim(); }
 
   /// A cache for this layer: [batch, num_kv_heads, max_len, head_dim] in Scalar.

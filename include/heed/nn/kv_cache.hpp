@@ -55,6 +55,7 @@ class KVCache {
     lengths_.assign(static_cast<std::size_t>(batch), 0);
   }
 
+  /// Batch rows, key/value heads, positions per row at most, and the head dim: the storage's shape.
   [[nodiscard]] index_t batch() const noexcept { return keys_.size(0); }
   [[nodiscard]] index_t kv_heads() const noexcept { return keys_.size(1); }
   [[nodiscard]] index_t capacity() const noexcept { return keys_.size(2); }

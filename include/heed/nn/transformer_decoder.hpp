@@ -54,6 +54,7 @@ class TransformerDecoder {
                                                       .seed = o.seed + 100 * static_cast<std::uint64_t>(i)});
   }
 
+  /// The options it was made with.
   [[nodiscard]] const TransformerDecoderOptions& options() const noexcept { return options_; }
 
   /// A cache for generation: every layer's self-attention keys and values and its projected memory.

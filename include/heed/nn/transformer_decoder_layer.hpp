@@ -51,6 +51,7 @@ class TransformerDecoderLayer {
                 .norm_first = o.norm_first,
                 .seed = o.seed}) {}
 
+  /// The options it was made with.
   [[nodiscard]] const TransformerDecoderLayerOptions& options() const noexcept { return options_; }
 
   /// A cache for generation with this layer.

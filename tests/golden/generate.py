@@ -432,6 +432,54 @@ def llama_attention():
     save("llama_attention", t, {"torch": torch.__version__})
 
 
+class RMSNorm(torch.nn.Module):
+    """torch.nn.RMSNorm as PyTorch 2.4 defines it (1.13 has none): x * rsqrt(mean(x^2) + eps) * weight,
+    eps=None meaning the machine epsilon of x's dtype."""
+    def __init__(self, d, eps=None, elementwise_affine=True):
+        super().__init__()
+        self.eps = eps
+        self.weight = torch.nn.Parameter(torch.ones(d)) if elementwise_affine else None
+
+    def forward(self, x):
+        eps = torch.finfo(x.dtype).eps if self.eps is None else self.eps
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        return y if self.weight is None else y * self.weight
+
+
+class SwiGLU(torch.nn.Module):
+    """Llama's MLP (Hugging Face LlamaMLP): down_proj(silu(gate_proj(x)) * up_proj(x))."""
+    def __init__(self, d, hidden, bias=False):
+        super().__init__()
+        self.gate_proj = torch.nn.Linear(d, hidden, bias=bias)
+        self.up_proj = torch.nn.Linear(d, hidden, bias=bias)
+        self.down_proj = torch.nn.Linear(hidden, d, bias=bias)
+
+    def forward(self, x):
+        return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+@fixture
+def llama_blocks():
+    """RMSNorm (eps 1e-5 with a trained-like weight, eps=None, no weight) and SwiGLU (without and
+    with biases) on [3, 7, 48], x with an offset of 3 so that mean(x^2) is not near 1."""
+    torch.manual_seed(17)
+    t = {"x": torch.randn(3, 7, 48) + 3.0, "small": torch.randn(2, 5, 48) * 1e-3}
+    for name, norm in {"eps": RMSNorm(48, 1e-5), "default": RMSNorm(48), "plain": RMSNorm(48, 1e-5, False)}.items():
+        if norm.weight is not None:
+            with torch.no_grad():
+                norm.weight.copy_(1 + 0.3 * torch.randn(48))
+            t[f"norm_{name}.weight"] = norm.weight.detach().clone()
+        with torch.no_grad():
+            t[f"norm_{name}.output"] = norm(t["x"])
+            t[f"norm_{name}.small_output"] = norm(t["small"])
+    for name, bias in {"mlp": False, "mlp_bias": True}.items():
+        mlp = SwiGLU(48, 80, bias).eval()
+        with torch.no_grad():
+            t[f"{name}.output"] = mlp(t["x"])
+        t.update(_prefixed(f"{name}.module.", mlp))
+    save("llama_blocks", t, {"torch": torch.__version__})
+
+
 class SeedEncoderLayer(torch.nn.Module):
     """Seed 000 §5.1's pre-norm TransformerEncoderLayer, verbatim."""
     def __init__(self, d_model, n_heads, d_ff, dropout=0.1):

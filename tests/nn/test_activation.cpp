@@ -34,6 +34,8 @@ TEST(Activation, MatchesTheDefinitionsInFloatAndDouble) {
   expect_matches<float>(Activation::relu, heed::reference::relu, 0);
   expect_matches<float>(Activation::gelu, heed::reference::gelu, 2e-6);
   expect_matches<float>(Activation::gelu_tanh, heed::reference::gelu_tanh, 2e-6);
+  expect_matches<float>(Activation::silu, heed::reference::silu, 2e-6);
+  expect_matches<double>(Activation::silu, heed::reference::silu, 1e-13);
   expect_matches<double>(Activation::relu, heed::reference::relu, 0);
   expect_matches<double>(Activation::gelu, heed::reference::gelu, 1e-13);
   expect_matches<double>(Activation::gelu_tanh, heed::reference::gelu_tanh, 1e-13);
@@ -43,6 +45,7 @@ TEST(Activation, NamesArePyTorchsAndUnknownOnesAreFormatErrors) {
   EXPECT_EQ(heed::nn::activation_from_name("relu"), Activation::relu);
   EXPECT_EQ(heed::nn::activation_from_name("gelu"), Activation::gelu);
   EXPECT_EQ(heed::nn::activation_from_name("gelu_tanh"), Activation::gelu_tanh);
+  EXPECT_EQ(heed::nn::activation_from_name("silu"), Activation::silu);
   try {
     (void)heed::nn::activation_from_name("swish");
     FAIL();

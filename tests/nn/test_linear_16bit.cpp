@@ -54,7 +54,8 @@ TYPED_TEST(Linear16, ActivationsAndResidualsOnTheFloatRow) {
   const auto plain = heed::reference::linear(to_double(x), to_double(lin.weight()), to_double(lin.bias()));
   const std::pair<Activation, double (*)(double)> cases[] = {{Activation::relu, heed::reference::relu},
                                                              {Activation::gelu, heed::reference::gelu},
-                                                             {Activation::gelu_tanh, heed::reference::gelu_tanh}};
+                                                             {Activation::gelu_tanh, heed::reference::gelu_tanh},
+                                                             {Activation::silu, heed::reference::silu}};
   for (const auto& [activation, f] : cases) {
     Tensor<T, 2> y({37, 50});
     lin.rows(x, y.view(), activation);

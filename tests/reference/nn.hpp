@@ -3,6 +3,7 @@
 // definitions:
 //   linear       y = x Wᵀ + b                          (torch.nn.Linear)
 //   layer_norm   y = (x - mean) / sqrt(var + eps) w + b, biased variance (torch.nn.LayerNorm)
+//   rms_norm     y = x / sqrt(mean(x²) + eps) w (torch.nn.RMSNorm); silu x / (1 + exp(-x))
 //   relu, gelu (x/2 (1 + erf(x/√2))), gelu_tanh (x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))))
 //   attention_pooling  w = softmax_L(x a + c) over unpadded positions, pooled = wᵀ x
 
@@ -43,6 +44,23 @@ inline Tensor<double, 2> layer_norm(const Tensor<double, 2>& x, const Tensor<dou
   }
   return y;
 }
+
+/// Each row of x [n, d] divided by its root mean square (with eps), then scaled by w (may be
+/// empty: 1), as torch.nn.RMSNorm.
+inline Tensor<double, 2> rms_norm(const Tensor<double, 2>& x, const Tensor<double, 1>& w, double eps) {
+  Tensor<double, 2> y(x.shape());
+  const index_t d = x.size(1);
+  for (index_t i = 0; i < x.size(0); ++i) {
+    double squares = 0;
+    for (index_t c = 0; c < d; ++c) squares += x(i, c) * x(i, c);
+    const double inv = 1.0 / std::sqrt(squares / double(d) + eps);
+    for (index_t c = 0; c < d; ++c) y(i, c) = x(i, c) * inv * (w.empty() ? 1.0 : w(c));
+  }
+  return y;
+}
+
+/// x / (1 + exp(-x)) (torch.nn.SiLU).
+inline double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
 inline double relu(double x) {
   return x > 0 ? x : 0.0;

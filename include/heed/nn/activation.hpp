@@ -14,6 +14,7 @@ enum class Activation {
   relu,       ///< torch.nn.ReLU / F.relu
   gelu,       ///< torch.nn.GELU(): x/2 (1 + erf(x/√2)) — TransformerEncoderLayer's "gelu"
   gelu_tanh,  ///< torch.nn.GELU(approximate="tanh")
+  silu,       ///< torch.nn.SiLU / F.silu: x / (1 + exp(-x)), the gate of SwiGLU
 };
 
 /// x[i] = a(x[i]) for n contiguous values, vectorized (simd/vector_ops.hpp).
@@ -26,15 +27,18 @@ void apply_activation(Activation a, T* x, index_t n) noexcept {
       return simd::gelu(x, x, n);
     case Activation::gelu_tanh:
       return simd::gelu_tanh(x, x, n);
+    case Activation::silu:
+      return simd::silu(x, x, n);
   }
 }
 
-/// "relu", "gelu", "gelu_tanh" (the spellings of PyTorch's activation strings).
+/// "relu", "gelu", "gelu_tanh", "silu" (the spellings of PyTorch's activation strings).
 inline Activation activation_from_name(const std::string& name) {
   if (name == "relu") return Activation::relu;
   if (name == "gelu") return Activation::gelu;
   if (name == "gelu_tanh") return Activation::gelu_tanh;
-  throw FormatError("heed::nn: unknown activation \"" + name + "\" (relu, gelu, gelu_tanh)");
+  if (name == "silu") return Activation::silu;
+  throw FormatError("heed::nn: unknown activation \"" + name + "\" (relu, gelu, gelu_tanh, silu)");
 }
 
 }  // namespace heed::nn

@@ -228,6 +228,39 @@ inline void layer_norm(const T* x, T* y, const T* w, const T* b, T eps, index_t 
   }
 }
 
+/// y = x / sqrt(mean(x²) + eps) · w over n elements (w may be null: 1), as torch.nn.RMSNorm
+/// computes it: x · rsqrt(mean + eps), then · w. y may be x.
+template <class T>
+inline void rms_norm(const T* x, T* y, const T* w, T eps, index_t n) noexcept {
+  using detail::full_batches;
+  using detail::lanes;
+  index_t i = 0;
+  T squares = T(0);
+  if (n >= lanes<T>) {
+    auto acc0 = simd::broadcast(T(0)), acc1 = acc0;  // two chains hide the FMA latency
+    for (; i + 2 * lanes<T> <= full_batches<T>(n); i += 2 * lanes<T>) {
+      const auto v0 = simd::load(x + i), v1 = simd::load(x + i + lanes<T>);
+      acc0 = simd::fma(v0, v0, acc0);
+      acc1 = simd::fma(v1, v1, acc1);
+    }
+    for (; i < full_batches<T>(n); i += lanes<T>) {
+      const auto v = simd::load(x + i);
+      acc0 = simd::fma(v, v, acc0);
+    }
+    squares = simd::reduce_add(acc0 + acc1);
+  }
+  for (; i < n; ++i) squares += x[i] * x[i];
+  const T inv = T(1) / std::sqrt(squares / T(n) + eps);
+  const auto vinv = simd::broadcast(inv);
+  i = 0;
+  for (; i < full_batches<T>(n); i += lanes<T>) {
+    auto v = simd::load(x + i) * vinv;
+    if (w) v = v * simd::load(w + i);
+    simd::store(y + i, v);
+  }
+  for (; i < n; ++i) y[i] = w ? x[i] * inv * w[i] : x[i] * inv;
+}
+
 /// y[i] = exp(x[i]) (y may be x)
 template <class T>
 inline void exp(const T* x, T* y, index_t n) noexcept {
@@ -274,6 +307,12 @@ inline void sigmoid(const T* x, T* y, index_t n) noexcept {
 template <class T>
 inline void relu(const T* x, T* y, index_t n) noexcept {
   detail::transform(x, y, n, [](const auto& v) { return simd::max(v, detail::splat(v, T(0))); });
+}
+
+/// y[i] = SiLU(x[i]) = x[i] / (1 + exp(-x[i])) (torch.nn.SiLU, the gate of SwiGLU).
+template <class T>
+inline void silu(const T* x, T* y, index_t n) noexcept {
+  detail::transform(x, y, n, [](const auto& v) { return detail::silu_of(v); });
 }
 
 /// y[i] = GELU(x[i]), the exact erf form (torch.nn.GELU()).

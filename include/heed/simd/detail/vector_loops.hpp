@@ -69,6 +69,13 @@ template <class V>
   return V(T(1)) / (V(T(1)) + simd::exp(-x));
 }
 
+// SiLU: x / (1 + exp(-x)), as torch's silu kernel computes it.
+template <class V>
+[[nodiscard]] inline V silu_of(const V& x) noexcept {
+  using T = batch_scalar_t<V>;
+  return x / (V(T(1)) + simd::exp(-x));
+}
+
 // GELU, exact form: x/2 (1 + erf(x / sqrt 2)), as torch.nn.GELU() computes it.
 template <class V>
 [[nodiscard]] inline V gelu_of(const V& x) noexcept {

@@ -50,6 +50,7 @@ inline void attention_micro_kernel(index_t depth, const TA* a, index_t lda, inde
   HEED_UNROLL(8)
   for (index_t kk = 0; kk < depth; ++kk) {
     const batch<T> b0 = load_widened(b + kk * ldb), b1 = load_widened(b + kk * ldb + W);
+    HEED_UNROLL(16)  // fully: the accumulators stay in registers at -O2 too
     for (index_t r = 0; r < MR; ++r) {
       const batch<T> ar = broadcast(static_cast<T>(rows[r][kk]));
       acc0[r] = fma(ar, b0, acc0[r]);
@@ -98,9 +99,11 @@ inline void attention_row_scores(index_t depth, const TQ* q, const TK* k, index_
     for (; j + W <= nj; j += W) {
       const TK* kw = k + j * ldk;
       batch<T> acc[static_cast<std::size_t>(W)];
+      HEED_UNROLL(16)  // fully, here and below: the accumulators stay in registers at -O2 too
       for (index_t u = 0; u < W; ++u) acc[u] = broadcast(T(0));
       for (index_t kk = 0; kk < full; kk += W) {
         const batch<T> qv = load_widened(q + kk);
+        HEED_UNROLL(16)
         for (index_t u = 0; u < W; ++u) acc[u] = fma(qv, load_widened(kw + u * ldk + kk), acc[u]);
       }
       const batch<T> sums = reduce_add_rows(acc);
@@ -151,12 +154,15 @@ inline void attention_row_pv(index_t nj, const T* p, const TV* v, index_t ldv, i
   index_t c0 = 0;
   for (; c0 + CH * W <= dv; c0 += CH * W) {
     batch<T> acc[CH];
+    HEED_UNROLL(8)  // fully, here and below: the accumulators stay in registers at -O2 too
     for (index_t r = 0; r < CH; ++r) acc[r] = c_scale ? load(o + c0 + r * W) * broadcast(*c_scale) : zero;
     for (index_t j = 0; j < nj; ++j) {
       const batch<T> pj = broadcast(p[j]);
       const TV* row = v + j * ldv + c0;
+      HEED_UNROLL(8)
       for (index_t r = 0; r < CH; ++r) acc[r] = fma(pj, load_widened(row + r * W), acc[r]);
     }
+    HEED_UNROLL(8)
     for (index_t r = 0; r < CH; ++r) store(o + c0 + r * W, acc[r]);
   }
   for (; c0 + W <= dv; c0 += W) {

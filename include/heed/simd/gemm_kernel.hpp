@@ -65,6 +65,7 @@ inline void gemm_row_kernel(index_t kc, const T* a, const B* b, T* c, const T* s
   batch<T> acc[8] = {zero, zero, zero, zero, zero, zero, zero, zero};
   index_t kk = 0;
   for (; kk + 4 <= kc; kk += 4)
+    HEED_UNROLL(4)  // fully: the accumulators stay in registers at -O2 too
     for (index_t u = 0; u < 4; ++u) {
       const batch<T> ak = broadcast(a[(kk + u) * MR]);
       acc[2 * u] = fma(ak, load_widened(b + (kk + u) * NR), acc[2 * u]);
@@ -119,6 +120,7 @@ inline void gemm_micro_kernel(index_t kc, const T* a, const B* b, T* c, index_t 
   for (index_t kk = 0; kk < kc; ++kk) {
     const batch<T> b0 = load_widened(b + kk * NR), b1 = load_widened(b + kk * NR + W);
     const T* ak = a + kk * MR;
+    HEED_UNROLL(16)  // fully: the accumulators stay in registers at -O2 too
     for (index_t r = 0; r < MR; ++r) {
       const batch<T> ar = broadcast(ak[r]);
       acc0[r] = fma(ar, b0, acc0[r]);

@@ -75,6 +75,35 @@ TYPED_TEST(Linear16, ActivationsAndResidualsOnTheFloatRow) {
   EXPECT_TRUE(heed::test::all_close(fresh, expected, tol<T>()));
 }
 
+// One row (a decoding step) takes its own path (the workers split W's panels, a single-row
+// kernel): every width around a chunk of panels, depths over a k block, bias, activations,
+// residual, on one worker and two, against the double reference of the rounded inputs.
+TYPED_TEST(Linear16, OneRowAsManyRows) {
+  using T = TypeParam;
+  for (index_t in : {7, 200, 450})
+    for (index_t out : {1, 33, 96, 130})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(testing::Message() << "in " << in << " out " << out << " threads " << threads);
+        heed::set_num_threads(threads);
+        Linear<T> lin({.in_features = in, .out_features = out, .bias = out != 33, .seed = 8});
+        const auto x = heed::cast<T>(heed::randn<float>({1, in}, static_cast<std::uint64_t>(in * out)));
+        const auto plain = heed::reference::linear(to_double(x), to_double(lin.weight()), to_double(lin.bias()));
+        EXPECT_TRUE(heed::test::all_close(lin(x), plain, tol<T>()));
+        Tensor<T, 2> y({1, out});
+        lin.rows(x, y.view(), Activation::silu);
+        Tensor<double, 2> expected(plain);
+        for (index_t i = 0; i < out; ++i) expected.data()[i] = heed::reference::silu(expected.data()[i]);
+        EXPECT_TRUE(heed::test::all_close(y, expected, tol<T>()));
+        const auto skip = heed::cast<T>(heed::randn<float>({1, out}, 9));
+        Tensor<T, 2> sum({1, out});
+        lin.rows_add(x, skip.data(), sum.view());
+        expected = plain;
+        for (index_t i = 0; i < out; ++i) expected.data()[i] += static_cast<double>(skip.data()[i]);
+        EXPECT_TRUE(heed::test::all_close(sum, expected, tol<T>()));
+      }
+  heed::set_num_threads(0);
+}
+
 TYPED_TEST(Linear16, LoadsFloatAndSixteenBitWeights) {
   using T = TypeParam;
   const auto w = heed::randn<float>({3, 5}, 1);

@@ -99,6 +99,43 @@ void gemm_nt_native(const T* a, index_t lda, index_t m, const Packed& w, T* c, i
 
 // gemm_nt for 16-bit storage: the same blocking, with each worker's block of C in a float
 // scratch [mc, panels · NR] from the first k block to the last.
+// gemm_nt_widened with one row of A (a decoding step), as gemm_nt_row: the workers share W's
+// panels, each chunk of panels accumulates its columns of the row in float (in the worker's own
+// scratch) on the single-row kernel, then runs the epilogue on them and rounds them into C.
+template <class T, class Packed, class Options, class Epilogue>
+void gemm_nt_widened_row(const T* a, const Packed& w, T* c, const Options& options, const Epilogue& epilogue,
+                         int threads) {
+  using Acc = accumulator_t<T>;
+  using Tile = simd::GemmTile<T>;
+  constexpr index_t MR = Tile::mr, NR = Tile::nr, KC = Tile::kc;
+  constexpr index_t chunk = 4;  // panels per task: 4 · NR columns of C
+  const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR, chunks = (panels + chunk - 1) / chunk;
+  const T* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
+  parallel_for(chunks, static_cast<int>(std::min<index_t>(threads, chunks)), [&](index_t task, int) {
+    thread_local std::vector<Acc> packed, row;
+    if (packed.size() < static_cast<std::size_t>(MR * KC + simd::pack_a_slack))
+      packed.resize(static_cast<std::size_t>(MR * KC + simd::pack_a_slack));
+    if (row.size() < static_cast<std::size_t>(chunk * NR)) row.resize(static_cast<std::size_t>(chunk * NR));
+    const index_t p0 = task * chunk, p_end = std::min(panels, p0 + chunk), j0 = p0 * NR;
+    const index_t width = std::min(n, p_end * NR) - j0;
+    if (init)
+      for (index_t j = 0; j < width; ++j) row[std::size_t(j)] = static_cast<Acc>(init[j0 + j]);
+    for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
+      const index_t kc = std::min(KC, k - k0);
+      simd::pack_a(a + k0, k, index_t{1}, kc, packed.data());
+      const bool last = k0 + KC >= k, add = k0 > 0 || init;
+      for (index_t p = p0; p < p_end; ++p) {
+        Acc* tile = row.data() + (p - p0) * NR;
+        simd::gemm_row_kernel(kc, packed.data(), w.panel(p, k0), tile, add ? tile : nullptr,
+                              last ? w.bias(p) : nullptr, last && options.relu, std::min(NR, n - p * NR));
+      }
+      if (k == 0) break;
+    }
+    if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) epilogue(row.data(), j0, width);
+    simd::narrow(row.data(), c + j0, width);
+  });
+}
+
 template <class T, class Packed, class Options, class Epilogue>
 void gemm_nt_widened(const T* a, index_t lda, index_t m, const Packed& w, T* c, index_t ldc, const Options& options,
                      const Epilogue& epilogue) {
@@ -108,6 +145,7 @@ void gemm_nt_widened(const T* a, index_t lda, index_t m, const Packed& w, T* c, 
   const index_t n = w.rows(), k = w.cols();
   const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC, ld = panels * NR;
   const int threads = options.threads > 0 ? options.threads : num_threads();
+  if (m == 1) return gemm_nt_widened_row(a, w, c, options, epilogue, threads);
   // what C starts from: the addend, C itself (accumulate), or zero
   const T* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
   const index_t ld_init = options.addend ? options.ld_addend : ldc;

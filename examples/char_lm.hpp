@@ -74,8 +74,8 @@ class CharLM {
     if (c.dim < 1 || c.layers < 1 || c.ffn_hidden < 1 || c.context_length < 1 ||
         c.vocab_size != static_cast<index_t>(c.vocab.size()))
       throw heed::FormatError(path.string() + ": heed.config needs dim, layers, ffn_hidden, context_length >= 1 " +
-                              "and vocab_size = the vocabulary's length (" + std::to_string(c.vocab.size()) + "), got " +
-                              std::to_string(c.vocab_size));
+                              "and vocab_size = the vocabulary's length (" + std::to_string(c.vocab.size()) +
+                              "), got " + std::to_string(c.vocab_size));
     CharLM model(c);
     model.load(file);
     return model;
@@ -147,7 +147,8 @@ class CharLM {
       throw heed::ShapeError("char_lm: a cache of " + std::to_string(capacity) + " positions exceeds the context of " +
                              std::to_string(config_.context_length));
     Cache<Scalar> cache;
-    for (const Layer& l : layers_) cache.layers.push_back(l.self_attn.make_cache({.batch = batch, .max_len = capacity}));
+    for (const Layer& l : layers_)
+      cache.layers.push_back(l.self_attn.make_cache({.batch = batch, .max_len = capacity}));
     return cache;
   }
 
@@ -170,9 +171,9 @@ class CharLM {
                                heed::to_string(v.shape()));
       for (index_t b = 0; b < B; ++b)
         if (first.length(b) + L > first.capacity())
-          throw heed::ShapeError("char_lm: sequence " + std::to_string(b) + " holds " + std::to_string(first.length(b)) +
-                                 " positions; " + std::to_string(L) + " more exceed the cache's capacity of " +
-                                 std::to_string(first.capacity()));
+          throw heed::ShapeError("char_lm: sequence " + std::to_string(b) + " holds " +
+                                 std::to_string(first.length(b)) + " positions; " + std::to_string(L) +
+                                 " more exceed the cache's capacity of " + std::to_string(first.capacity()));
     }
     heed::Tensor<Scalar, 3> x = embed_tokens_(ids);
     const index_t rows = B * L, d = config_.dim;
@@ -180,8 +181,7 @@ class CharLM {
     for (std::size_t i = 0; i < layers_.size(); ++i) {
       const Layer& l = layers_[i];
       l.input_layernorm.rows(x.data(), h.data(), rows);
-      const auto attended =
-          l.self_attn(h, {.causal = true, .cache = cache ? &cache->layers[i] : nullptr});
+      const auto attended = l.self_attn(h, {.causal = true, .cache = cache ? &cache->layers[i] : nullptr});
       add(attended.data(), x.data(), rows * d);
       l.post_attention_layernorm.rows(x.data(), h.data(), rows);
       l.mlp.rows_add(h.data(), x.data(), x.data(), rows);

@@ -78,8 +78,7 @@ std::vector<Ids> greedy_batch(const CharLM<Scalar>& model, const std::vector<Ids
   index_t longest = 0;
   for (const Ids& p : prompts) longest = std::max(longest, static_cast<index_t>(p.size()));
   heed::Tensor<std::int32_t, 2> ids({B, longest});  // padding: id 0
-  for (index_t b = 0; b < B; ++b)
-    std::copy(prompts[std::size_t(b)].begin(), prompts[std::size_t(b)].end(), &ids(b, 0));
+  for (index_t b = 0; b < B; ++b) std::copy(prompts[std::size_t(b)].begin(), prompts[std::size_t(b)].end(), &ids(b, 0));
   auto cache = model.make_cache(B, longest + steps);
   const auto prefill = model(ids, &cache);
   std::vector<Ids> out(static_cast<std::size_t>(B));
@@ -113,8 +112,9 @@ Ids sample(const CharLM<Scalar>& model, const Ids& prompt, index_t steps, double
     top.clear();
     for (index_t v = 0; v < logits.size(2); ++v)
       top.emplace_back(static_cast<double>(logits(0, 0, v)) / temperature, static_cast<std::int32_t>(v));
-    std::partial_sort(top.begin(), top.begin() + top_k, top.end(),
-                      [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    std::partial_sort(top.begin(), top.begin() + top_k, top.end(), [](const auto& a, const auto& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
     double total = 0;
     for (index_t i = 0; i < top_k; ++i) total += std::exp(top[std::size_t(i)].first - top[0].first);
     const double u = static_cast<double>(generator() >> 11) * 0x1p-53 * total;
@@ -171,7 +171,9 @@ std::string printable(const std::string& s) {
 }
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // Greedy steps per second after a prefill of `cached` tokens (best of 3 runs of `steps`).
 template <class Scalar>
@@ -272,11 +274,12 @@ int main(int argc, char** argv) try {
   const index_t steps = quick ? std::min<index_t>(24, expected.size(1)) : expected.size(1);
   const index_t width = windows.size(1) - 1;
   const index_t eval_windows = quick ? std::min<index_t>(1, windows.size(0)) : windows.size(0);
-  std::printf("Model: %s (%lld layers, dim %lld, %lld query heads over %lld key/value heads, SwiGLU %lld, "
-              "vocabulary %lld characters, context %lld), %.2f MB as float\n",
-              (data / "char_lm.safetensors").filename().string().c_str(), (long long)c.layers, (long long)c.dim,
-              (long long)c.heads, (long long)c.kv_heads, (long long)c.ffn_hidden, (long long)c.vocab_size,
-              (long long)c.context_length, double(model.weight_bytes()) / 1e6);
+  std::printf(
+      "Model: %s (%lld layers, dim %lld, %lld query heads over %lld key/value heads, SwiGLU %lld, "
+      "vocabulary %lld characters, context %lld), %.2f MB as float\n",
+      (data / "char_lm.safetensors").filename().string().c_str(), (long long)c.layers, (long long)c.dim,
+      (long long)c.heads, (long long)c.kv_heads, (long long)c.ffn_hidden, (long long)c.vocab_size,
+      (long long)c.context_length, double(model.weight_bytes()) / 1e6);
   bool ok = true;
 
   // 1. greedy, token for token against PyTorch
@@ -320,10 +323,11 @@ int main(int argc, char** argv) try {
   for (index_t i = 0; i < width; ++i)
     for (index_t v = 0; v < c.vocab_size; ++v)
       logit_diff = std::max(logit_diff, double(std::abs(logits0(0, i, v) - torch_logits0(i, v))));
-  std::printf("\n2. Held-out loss over %lld x %lld characters: heed %.7f, PyTorch %.7f nats/char (perplexity %.4f); "
-              "relative difference %.1e (%s 1e-5); largest logit difference in window 0: %.1e\n",
-              (long long)eval_windows, (long long)width, heed_loss, torch_loss, std::exp(heed_loss), relative,
-              relative <= 1e-5 ? "within" : "NOT within", logit_diff);
+  std::printf(
+      "\n2. Held-out loss over %lld x %lld characters: heed %.7f, PyTorch %.7f nats/char (perplexity %.4f); "
+      "relative difference %.1e (%s 1e-5); largest logit difference in window 0: %.1e\n",
+      (long long)eval_windows, (long long)width, heed_loss, torch_loss, std::exp(heed_loss), relative,
+      relative <= 1e-5 ? "within" : "NOT within", logit_diff);
   ok = ok && relative <= 1e-5;
 
   // 3. a ragged batch
@@ -332,10 +336,14 @@ int main(int argc, char** argv) try {
   const auto together = greedy_batch(model, batch_prompts, steps);
   index_t same = 0;
   for (index_t b = 0; b < batch; ++b) same += together[std::size_t(b)] == heed_tokens[std::size_t(b)];
-  std::printf("\n3. %lld prompts of %zu to %zu characters generated together: %lld of %lld the same as alone\n",
-              (long long)batch, std::min_element(batch_prompts.begin(), batch_prompts.end(), [](auto& a, auto& b) { return a.size() < b.size(); })->size(),
-              std::max_element(batch_prompts.begin(), batch_prompts.end(), [](auto& a, auto& b) { return a.size() < b.size(); })->size(),
-              (long long)same, (long long)batch);
+  std::printf(
+      "\n3. %lld prompts of %zu to %zu characters generated together: %lld of %lld the same as alone\n",
+      (long long)batch,
+      std::min_element(batch_prompts.begin(), batch_prompts.end(), [](auto& a, auto& b) { return a.size() < b.size(); })
+          ->size(),
+      std::max_element(batch_prompts.begin(), batch_prompts.end(), [](auto& a, auto& b) { return a.size() < b.size(); })
+          ->size(),
+      (long long)same, (long long)batch);
   ok = ok && same == batch;
 
   // 4. bfloat16
@@ -349,10 +357,11 @@ int main(int argc, char** argv) try {
     agree_full += s == steps;
   }
   const double loss16 = mean_loss(window_losses(model16, windows, eval_windows), width);
-  std::printf("\n4. bfloat16 weights, activations and cache (%.2f MB): held-out loss %.6f (%+.3f%% perplexity against "
-              "float); %lld of %lld prompts as in float, %.1f%% of the characters before the first difference\n",
-              double(model16.weight_bytes()) / 1e6, loss16, 100.0 * (std::exp(loss16 - heed_loss) - 1.0),
-              (long long)agree_full, (long long)prompts, 100.0 * double(agree_tokens) / double(prompts * steps));
+  std::printf(
+      "\n4. bfloat16 weights, activations and cache (%.2f MB): held-out loss %.6f (%+.3f%% perplexity against "
+      "float); %lld of %lld prompts as in float, %.1f%% of the characters before the first difference\n",
+      double(model16.weight_bytes()) / 1e6, loss16, 100.0 * (std::exp(loss16 - heed_loss) - 1.0), (long long)agree_full,
+      (long long)prompts, 100.0 * double(agree_tokens) / double(prompts * steps));
 
   // 5. sampling
   const Ids sampled = sample(model, prompt_list[0], steps, 0.8, 8, 42);
@@ -370,7 +379,8 @@ int main(int argc, char** argv) try {
     for (const int threads : {1, 2}) {
       heed::set_num_threads(threads);
       for (const index_t cached : {static_cast<index_t>(prompt.size()), index_t(1024)}) {
-        const double rate = tokens_per_second(model, prompt, cached, 128), torch = pytorch_speed(torch_file, threads, cached);
+        const double rate = tokens_per_second(model, prompt, cached, 128),
+                     torch = pytorch_speed(torch_file, threads, cached);
         std::printf("  %d core%s, %4lld cached: heed %7.1f", threads, threads > 1 ? "s" : " ", (long long)cached, rate);
         if (torch > 0)
           std::printf(", PyTorch %s %6.1f: %.1fx\n", "1.13", torch, rate / torch);
@@ -383,11 +393,12 @@ int main(int argc, char** argv) try {
     const double cache_bytes = double(c.layers) * 2.0 * double(c.kv_heads) * 1024.0 * double(c.dim / c.heads) * 4.0;
     const double bytes = double(model.weight_bytes()) + cache_bytes;
     const double copy = copy_bandwidth(), read = read_bandwidth(static_cast<std::size_t>(bytes));
-    std::printf("  one core at 1024 cached: %.3f ms a step, which reads the weights (%.1f MB) and the cache (%.1f MB).\n"
-                "  At the copy bandwidth (64 MiB, %.1f GB/s) that takes %.3f ms: the step is %.2fx that bound;\n"
-                "  reading %.1f MB in one pass (it fits the L3 cache: %.1f GB/s) takes %.3f ms: %.2fx\n",
-                1e3 * step, double(model.weight_bytes()) / 1e6, cache_bytes / 1e6, copy / 1e9, 1e3 * bytes / copy,
-                step * copy / bytes, bytes / 1e6, read / 1e9, 1e3 * bytes / read, step * read / bytes);
+    std::printf(
+        "  one core at 1024 cached: %.3f ms a step, which reads the weights (%.1f MB) and the cache (%.1f MB).\n"
+        "  At the copy bandwidth (64 MiB, %.1f GB/s) that takes %.3f ms: the step is %.2fx that bound;\n"
+        "  reading %.1f MB in one pass (it fits the L3 cache: %.1f GB/s) takes %.3f ms: %.2fx\n",
+        1e3 * step, double(model.weight_bytes()) / 1e6, cache_bytes / 1e6, copy / 1e9, 1e3 * bytes / copy,
+        step * copy / bytes, bytes / 1e6, read / 1e9, 1e3 * bytes / read, step * read / bytes);
     heed::set_num_threads(0);
   }
 
@@ -395,25 +406,31 @@ int main(int argc, char** argv) try {
   std::printf("\n7. Bad input:\n");
   ok = expect_error("a prompt with a tab", [&] { (void)model.encode("tab\there"); }) && ok;
   ok = expect_error("a prompt longer than the context",
-                    [&] { (void)model(heed::Tensor<std::int32_t, 2>({1, c.context_length + 1})); }) &&
+                    [&] {
+                      (void)model(heed::Tensor<std::int32_t, 2>({1, c.context_length + 1}));
+                    }) &&
        ok;
-  ok = expect_error("a generation past the cache's capacity", [&] {
-    auto cache = model.make_cache(1, 4);
-    (void)model(as_batch({1, 2, 3}), &cache, true);
-    (void)model(as_batch({4, 5}), &cache, true);
-  }) && ok;
+  ok = expect_error("a generation past the cache's capacity",
+                    [&] {
+                      auto cache = model.make_cache(1, 4);
+                      (void)model(as_batch({1, 2, 3}), &cache, true);
+                      (void)model(as_batch({4, 5}), &cache, true);
+                    }) &&
+       ok;
 
   if (!ok) {
     std::printf("\nVerdict: FAILED (a check above did not hold)\n");
     return 1;
   }
   if (full_matches == prompts)
-    std::printf("\nVerdict: heed generates what PyTorch generates (every prompt token for token; the same held-out "
-                "loss)\n");
+    std::printf(
+        "\nVerdict: heed generates what PyTorch generates (every prompt token for token; the same held-out "
+        "loss)\n");
   else
-    std::printf("\nVerdict: heed generates what PyTorch generates (%lld of %lld prompts token for token, every other "
-                "divergence a near tie; the same held-out loss)\n",
-                (long long)full_matches, (long long)prompts);
+    std::printf(
+        "\nVerdict: heed generates what PyTorch generates (%lld of %lld prompts token for token, every other "
+        "divergence a near tie; the same held-out loss)\n",
+        (long long)full_matches, (long long)prompts);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "demo_generate: %s\n", e.what());

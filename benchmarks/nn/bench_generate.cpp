@@ -43,8 +43,9 @@ void BM_generate_step(benchmark::State& state) {
   const double cache_bytes = double(c.layers) * 2.0 * double(c.kv_heads) * double(cached + 1) *
                              double(c.dim / c.heads) * double(sizeof(Scalar));
   state.counters["tokens/s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["GB/s"] = benchmark::Counter(double(m.weight_bytes()) + cache_bytes,
-                                              benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GB/s"] =
+      benchmark::Counter(double(m.weight_bytes()) + cache_bytes, benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
   heed::set_num_threads(0);
 }
 void step_args(benchmark::internal::Benchmark* b) {

@@ -60,7 +60,9 @@ inline Tensor<double, 2> rms_norm(const Tensor<double, 2>& x, const Tensor<doubl
 }
 
 /// x / (1 + exp(-x)) (torch.nn.SiLU).
-inline double silu(double x) { return x / (1.0 + std::exp(-x)); }
+inline double silu(double x) {
+  return x / (1.0 + std::exp(-x));
+}
 
 inline double relu(double x) {
   return x > 0 ? x : 0.0;

@@ -24,9 +24,9 @@ namespace heed::nn {
 
 /// The constructor options of RMSNorm, with torch.nn.RMSNorm's names (one normalized dimension).
 struct RMSNormOptions {
-  index_t normalized_shape = 0;       ///< the last dimension
+  index_t normalized_shape = 0;              ///< the last dimension
   std::optional<double> eps = std::nullopt;  ///< nullopt: the epsilon of the computation type
-  bool elementwise_affine = true;     ///< a learned weight (initialized to 1)
+  bool elementwise_affine = true;            ///< a learned weight (initialized to 1)
 };
 
 /// torch.nn.RMSNorm over the last dimension: see the top of this file.
@@ -35,15 +35,16 @@ class RMSNorm {
   using Acc = accumulator_t<Scalar>;
 
  public:
+  /// An empty norm (assign a constructed one to it).
   RMSNorm() = default;
   /// ShapeError unless normalized_shape >= 1 and eps (when given) is >= 0.
   explicit RMSNorm(const RMSNormOptions& o) : options_(o), weight_(Shape<1>{o.normalized_shape}, Scalar(1)) {
     if (o.normalized_shape < 1)
       throw ShapeError("heed::nn::RMSNorm: normalized_shape must be >= 1, got " + std::to_string(o.normalized_shape));
-    if (o.eps && !(*o.eps >= 0))
-      throw ShapeError("heed::nn::RMSNorm: eps must be >= 0, got " + std::to_string(*o.eps));
+    if (o.eps && !(*o.eps >= 0)) throw ShapeError("heed::nn::RMSNorm: eps must be >= 0, got " + std::to_string(*o.eps));
   }
 
+  /// The options it was made with.
   [[nodiscard]] const RMSNormOptions& options() const noexcept { return options_; }
   /// The eps added to mean(x²): options().eps, or the computation type's epsilon.
   [[nodiscard]] Acc eps() const noexcept {
@@ -52,6 +53,7 @@ class RMSNorm {
   /// The elementwise weight [normalized_shape] (ones without elementwise_affine).
   [[nodiscard]] const Tensor<Scalar, 1>& weight() const noexcept { return weight_; }
 
+  /// Loads weight [normalized_shape] (nothing without elementwise_affine).
   template <WeightSource S>
   void load(const Loader<S>& from) {
     if (options_.elementwise_affine) weight_ = from.template take<Scalar, 1>("weight", {options_.normalized_shape});
@@ -77,8 +79,7 @@ class RMSNorm {
         simd::narrow(row.data(), y + r * d, d);
       }
     } else {
-      for (index_t r = 0; r < n; ++r)
-        simd::rms_norm(x + r * d, y + r * d, affine ? weight_.data() : nullptr, eps(), d);
+      for (index_t r = 0; r < n; ++r) simd::rms_norm(x + r * d, y + r * d, affine ? weight_.data() : nullptr, eps(), d);
     }
   }
 

@@ -33,6 +33,7 @@ struct SwiGLUOptions {
 template <class Scalar = float>
 class SwiGLU {
  public:
+  /// An empty block (assign a constructed one to it).
   SwiGLU() = default;
   /// ShapeError unless dim and hidden_dim are >= 1.
   explicit SwiGLU(const SwiGLUOptions& o)
@@ -41,6 +42,7 @@ class SwiGLU {
         up_proj_({.in_features = o.dim, .out_features = o.hidden_dim, .bias = o.bias, .seed = o.seed + 1}),
         down_proj_({.in_features = o.hidden_dim, .out_features = o.dim, .bias = o.bias, .seed = o.seed + 2}) {}
 
+  /// The options it was made with.
   [[nodiscard]] const SwiGLUOptions& options() const noexcept { return options_; }
 
   /// Loads gate_proj, up_proj and down_proj (weight, and bias with `bias`).

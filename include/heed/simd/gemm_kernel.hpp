@@ -64,13 +64,14 @@ inline void gemm_row_kernel(index_t kc, const T* a, const B* b, T* c, const T* s
   const batch<T> zero = broadcast(T(0));
   batch<T> acc[8] = {zero, zero, zero, zero, zero, zero, zero, zero};
   index_t kk = 0;
-  for (; kk + 4 <= kc; kk += 4)
+  for (; kk + 4 <= kc; kk += 4) {
     HEED_UNROLL(4)  // fully: the accumulators stay in registers at -O2 too
     for (index_t u = 0; u < 4; ++u) {
       const batch<T> ak = broadcast(a[(kk + u) * MR]);
       acc[2 * u] = fma(ak, load_widened(b + (kk + u) * NR), acc[2 * u]);
       acc[2 * u + 1] = fma(ak, load_widened(b + (kk + u) * NR + W), acc[2 * u + 1]);
     }
+  }
   for (; kk < kc; ++kk) {
     const batch<T> ak = broadcast(a[kk * MR]);
     acc[0] = fma(ak, load_widened(b + kk * NR), acc[0]);

@@ -126,8 +126,8 @@ void gemm_nt_widened_row(const T* a, const Packed& w, T* c, const Options& optio
       const bool last = k0 + KC >= k, add = k0 > 0 || init;
       for (index_t p = p0; p < p_end; ++p) {
         Acc* tile = row.data() + (p - p0) * NR;
-        simd::gemm_row_kernel(kc, packed.data(), w.panel(p, k0), tile, add ? tile : nullptr,
-                              last ? w.bias(p) : nullptr, last && options.relu, std::min(NR, n - p * NR));
+        simd::gemm_row_kernel(kc, packed.data(), w.panel(p, k0), tile, add ? tile : nullptr, last ? w.bias(p) : nullptr,
+                              last && options.relu, std::min(NR, n - p * NR));
       }
       if (k == 0) break;
     }

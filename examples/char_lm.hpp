@@ -39,8 +39,6 @@ struct Config {
 template <class Scalar>
 struct Cache {
   std::vector<heed::nn::KVCache<Scalar>> layers;
-  /// Positions cached for sequence b.
-  [[nodiscard]] index_t length(index_t b) const { return layers.front().length(b); }
   /// Keeps the first `length` positions of sequence b (after a right-padded prompt).
   void truncate_row(index_t b, index_t length) {
     for (auto& c : layers) c.truncate_row(b, length);

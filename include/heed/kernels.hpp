@@ -9,3 +9,4 @@
 #include "heed/kernels/rotary.hpp"
 #include "heed/kernels/score.hpp"
 #include "heed/kernels/softmax.hpp"
+#include "heed/kernels/sparse_masks.hpp"

@@ -23,6 +23,7 @@
 #include "heed/kernels/mask.hpp"
 #include "heed/kernels/score.hpp"
 #include "heed/kernels/softmax.hpp"
+#include "heed/kernels/sparse_masks.hpp"
 
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/kernels/detail/attention_tiles.hpp"

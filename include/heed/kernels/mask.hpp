@@ -11,6 +11,8 @@
 //   mask::ALiBi{slopes, offset}   slope_h · (j - i - offset) added, computed per tile (Press et
 //                                 al. 2021); heed::alibi_slopes(H) gives BLOOM's slopes
 //   mask::all(a, b, ...)          visible iff visible under every one (an AllOf)
+// and, for long sequences, in sparse_masks.hpp: BlockSparse, GlobalTokens, any(...) (the union),
+// Sparse and bigbird_layout.
 //
 // A mask classifies each (query tile, key tile) as open (nothing to do), blocked (every
 // score masked: the driver skips the tile entirely, no GEMM and no exp) or partial (apply()

@@ -51,6 +51,9 @@ class MaskTensor {
     return data_ + b * strides_[0] + h * strides_[1] + i * strides_[2];
   }
   [[nodiscard]] index_t column_stride() const noexcept { return strides_[3]; }
+  // The shape seen as rank 4 (a rank-2 mask is [1, 1, Lq, Lk]), and as the caller gave it.
+  [[nodiscard]] const Shape<4>& shape() const noexcept { return shape_; }
+  [[nodiscard]] const std::string& original_shape() const noexcept { return original_; }
 
  private:
   template <std::size_t Rank>

@@ -1,0 +1,386 @@
+#pragma once
+// Sparse attention patterns for long sequences, beside the masks of mask.hpp:
+//   mask::BlockSparse{layout, block}  bool [nbq, nbk], [H, nbq, nbk] or [B, H, nbq, nbk]: true =
+//                                     query block bi may attend key block bj (blocks of `block`
+//                                     positions, the last one shorter when L is not a multiple)
+//   mask::GlobalTokens{tokens}        bool [L] or [B, L]: a global token attends every key and is
+//                                     attended by every query (self-attention, Lq = Lk = L)
+//   mask::any(a, b, ...)              visible iff visible under any of them (an AnyOf)
+//   mask::Sparse{window, global, blocks}
+//                                     the same union with its parts chosen at run time: what the
+//                                     modules take (nn::MultiheadAttentionCall::sparse)
+//   mask::bigbird_layout(nb, {...})   BigBird's block layout: window, global and random blocks
+//
+// Longformer (Beltagy et al. 2020, https://arxiv.org/abs/2004.05150) is
+// any(SlidingWindow{w, w}, GlobalTokens{g}); BigBird (Zaheer et al. 2020,
+// https://arxiv.org/abs/2007.14062) is BlockSparse{bigbird_layout(...), block}. A tile outside
+// the pattern is blocked and costs nothing (no score, no exp, no GEMM), so the work grows with
+// the visible tiles, O(L·w), not with L².
+//
+// A union only hides: its parts must be visibility masks (a Bias or ALiBi inside any() is a
+// compile error; add biases with mask::all(mask::any(...), bias)).
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "heed/core/error.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/kernels/mask.hpp"
+#include "heed/kernels/tile_ref.hpp"
+
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/core/detail/splitmix64.hpp"
+#include "heed/kernels/detail/mask_tensor.hpp"
+
+namespace heed::detail {
+
+// The largest tile edge up to `most` that divides `block` (so that tiles never straddle two
+// blocks), or `most` when block has no divisor from 16 up.
+constexpr index_t tile_fitting(index_t block, index_t most) noexcept {
+  for (index_t t = std::min(block, most); t >= 16; --t)
+    if (block % t == 0) return t;
+  return std::min(block, most);
+}
+
+// What a union of visibility masks does, for AnyOf and Sparse: u.each(f) calls f on every part.
+// A tile is open when any part opens it, blocked when every part blocks it; on a partial tile
+// an element stays visible when any part that does not block the tile shows it.
+template <class U>
+void union_check(const U& u, const Shape<4>& dims) {
+  u.each([&](const auto& m) { m.check(dims); });
+}
+
+template <class U>
+mask::Tile union_classify(const U& u, const TileRef& t) noexcept {
+  bool open = false, all_blocked = true;
+  u.each([&](const auto& m) {
+    const mask::Tile k = m.classify(t);
+    open = open || k == mask::Tile::open;
+    all_blocked = all_blocked && k == mask::Tile::blocked;
+  });
+  return open ? mask::Tile::open : all_blocked ? mask::Tile::blocked : mask::Tile::partial;
+}
+
+template <class U, class T>
+void union_apply(const U& u, const TileRef& t, T* scores, index_t ld) noexcept {
+  // shown[e] = 1 where some part shows element e: each part marks what it hides with -inf on a
+  // zeroed tile of its own (the buffers are the worker thread's, grown once)
+  thread_local std::vector<T> part;
+  thread_local std::vector<unsigned char> shown;
+  const auto n = static_cast<std::size_t>(t.ni * t.nj);
+  if (part.size() < n) part.resize(n);
+  if (shown.size() < n) shown.resize(n);
+  std::fill_n(shown.begin(), n, static_cast<unsigned char>(0));
+  u.each([&](const auto& m) {
+    if (m.classify(t) == mask::Tile::blocked) return;
+    std::fill_n(part.begin(), n, T(0));
+    m.apply(t, part.data(), t.nj);
+    for (std::size_t e = 0; e < n; ++e)
+      if (part[e] == T(0)) shown[e] = 1;
+  });
+  for (index_t i = 0; i < t.ni; ++i)
+    for (index_t j = 0; j < t.nj; ++j)
+      if (!shown[static_cast<std::size_t>(i * t.nj + j)]) scores[i * ld + j] = minus_inf<T>;
+}
+
+// The smallest preference of the parts, dimension by dimension.
+template <class U>
+TileShape union_preferred_tiles(const U& u) noexcept {
+  TileShape shape;
+  u.each([&](const auto& m) { mask::merge_preference(shape, m); });
+  return shape;
+}
+
+}  // namespace heed::detail
+
+namespace heed::mask {
+
+/// Blocks of the score matrix: `layout` is bool [nbq, nbk], [H, nbq, nbk] or [B, H, nbq, nbk]
+/// (dimensions of extent 1 broadcast), true where query block bi may attend key block bj. Block
+/// bi covers queries [bi·block, (bi + 1)·block), the last block what is left; nbq = ⌈Lq / block⌉
+/// and nbk = ⌈Lk / block⌉. The driver computes in tiles that fit the blocks, so a block is
+/// either fully computed or skipped.
+class BlockSparse {
+ public:
+  template <TensorLike X>
+  requires std::is_same_v < scalar_of<X>,
+  bool > BlockSparse(X&& layout, index_t block) : layout_(as_rank4(std::forward<X>(layout))), block_(block) {
+    if (block < 1)
+      throw ShapeError("heed::mask::BlockSparse: the block size must be >= 1, got " + std::to_string(block) +
+                       " (layout " + layout_.original_shape() + ")");
+  }
+
+  [[nodiscard]] index_t block() const noexcept { return block_; }
+
+  void check(const Shape<4>& dims) const {
+    const auto fail = [&](const std::string& what) {
+      throw ShapeError("heed::mask::BlockSparse: " + what + " (layout " + layout_.original_shape() + ", block " +
+                       std::to_string(block_) + ", scores " + detail::scores_text(dims) + ")");
+    };
+    const index_t nbq = (dims[2] + block_ - 1) / block_, nbk = (dims[3] + block_ - 1) / block_;
+    const Shape<4>& s = layout_.shape();
+    if (s[2] != nbq || s[3] != nbk)
+      fail("the layout must have [" + std::to_string(nbq) + ", " + std::to_string(nbk) +
+           "] blocks: ceil(Lq / block), ceil(Lk / block)");
+    if ((s[0] != 1 && s[0] != dims[0]) || (s[1] != 1 && s[1] != dims[1]))
+      fail("the layout's batch and head dimensions must be 1 or [B, H] = [" + std::to_string(dims[0]) + ", " +
+           std::to_string(dims[1]) + "]");
+  }
+  /// Tiles inside one block each (edges dividing the block, up to 128 queries × 256 keys).
+  [[nodiscard]] TileShape preferred_tiles() const noexcept {
+    return {detail::tile_fitting(block_, 128), detail::tile_fitting(block_, 256)};
+  }
+  [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
+    const index_t bi0 = t.i0 / block_, bi1 = (t.i0 + t.ni - 1) / block_;
+    const index_t bj0 = t.j0 / block_, bj1 = (t.j0 + t.nj - 1) / block_;
+    const index_t s = layout_.column_stride();
+    index_t on = 0;
+    for (index_t bi = bi0; bi <= bi1; ++bi) {
+      const bool* row = layout_.row(t.b, t.h, bi);
+      for (index_t bj = bj0; bj <= bj1; ++bj) on += row[bj * s] ? 1 : 0;
+    }
+    return on == 0 ? Tile::blocked : on == (bi1 - bi0 + 1) * (bj1 - bj0 + 1) ? Tile::open : Tile::partial;
+  }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    const index_t s = layout_.column_stride();
+    for (index_t bi = t.i0 / block_; bi * block_ < t.i0 + t.ni; ++bi) {
+      const bool* row = layout_.row(t.b, t.h, bi);
+      const index_t i_lo = std::max(t.i0, bi * block_) - t.i0, i_hi = std::min(t.i0 + t.ni, (bi + 1) * block_) - t.i0;
+      for (index_t bj = t.j0 / block_; bj * block_ < t.j0 + t.nj; ++bj) {
+        if (row[bj * s]) continue;
+        const index_t j_lo = std::max(t.j0, bj * block_) - t.j0, j_hi = std::min(t.j0 + t.nj, (bj + 1) * block_) - t.j0;
+        for (index_t i = i_lo; i < i_hi; ++i)
+          std::fill(scores + i * ld + j_lo, scores + i * ld + j_hi, detail::minus_inf<T>);
+      }
+    }
+  }
+
+ private:
+  template <class X>
+  static detail::MaskTensor<bool> as_rank4(X&& layout) {
+    constexpr std::size_t rank = rank_of<X>;
+    static_assert(rank >= 2 && rank <= 4, "a block layout is [nbq, nbk], [H, nbq, nbk] or [B, H, nbq, nbk]");
+    if constexpr (rank == 3) {  // [H, nbq, nbk] is [1, H, nbq, nbk]
+      const auto v = as_view(layout);
+      const TensorView<const bool, 4> v4(v.data(), {1, v.size(0), v.size(1), v.size(2)},
+                                         {0, v.stride(0), v.stride(1), v.stride(2)});
+      if constexpr (!std::is_lvalue_reference_v<X>)
+        return {Tensor<bool, 4>(v4), "BlockSparse"};  // own a temporary
+      else
+        return {v4, "BlockSparse"};
+    } else {
+      return {std::forward<X>(layout), "BlockSparse"};
+    }
+  }
+
+  detail::MaskTensor<bool> layout_;
+  index_t block_;
+};
+
+/// bool [L] or [B, L], true = a global token: it attends every key and every query attends
+/// it (Longformer's global attention). For self-attention: Lq = Lk = L. Alone, a non-global
+/// query sees only the global keys; combine it with a window: any(SlidingWindow{w, w},
+/// GlobalTokens{g}). The flags are copied (with their prefix counts, which classify a tile in
+/// constant time).
+class GlobalTokens {
+ public:
+  template <TensorLike X>
+  requires std::is_same_v < scalar_of<X>,
+  bool > &&(rank_of<X> == 1 || rank_of<X> == 2) GlobalTokens(const X& tokens) {  // NOLINT(google-explicit-constructor)
+    const auto v = as_view(tokens);
+    auto d = std::make_shared<Data>();
+    if constexpr (rank_of<X> == 1) {
+      d->batch = 1;
+      d->length = v.size(0);
+    } else {
+      d->batch = v.size(0);
+      d->length = v.size(1);
+    }
+    d->shape = to_string(v.shape());
+    d->flags.resize(static_cast<std::size_t>(d->batch * d->length));
+    d->prefix.resize(static_cast<std::size_t>(d->batch * (d->length + 1)));
+    for (index_t b = 0; b < d->batch; ++b) {
+      index_t* prefix = d->prefix.data() + b * (d->length + 1);
+      prefix[0] = 0;
+      for (index_t i = 0; i < d->length; ++i) {
+        bool flag;
+        if constexpr (rank_of<X> == 1)
+          flag = v(i);
+        else
+          flag = v(b, i);
+        d->flags[static_cast<std::size_t>(b * d->length + i)] = flag ? 1 : 0;
+        prefix[i + 1] = prefix[i] + (flag ? 1 : 0);
+      }
+    }
+    data_ = std::move(d);
+  }
+
+  void check(const Shape<4>& dims) const {
+    if (dims[2] != data_->length || dims[3] != data_->length || (data_->batch != 1 && data_->batch != dims[0]))
+      throw ShapeError("heed::mask::GlobalTokens: tokens of shape " + data_->shape + " do not fit the scores " +
+                       detail::scores_text(dims) + " (they need Lq = Lk = L, and B or 1 rows)");
+  }
+  [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
+    const index_t queries = count(t.b, t.i0, t.ni), keys = count(t.b, t.j0, t.nj);
+    if (queries == t.ni || keys == t.nj) return Tile::open;
+    return queries == 0 && keys == 0 ? Tile::blocked : Tile::partial;
+  }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    const unsigned char* flags = data_->flags.data() + (data_->batch == 1 ? 0 : t.b) * data_->length;
+    for (index_t i = 0; i < t.ni; ++i) {
+      if (flags[t.i0 + i]) continue;
+      T* row = scores + i * ld;
+      for (index_t j = 0; j < t.nj; ++j)
+        if (!flags[t.j0 + j]) row[j] = detail::minus_inf<T>;
+    }
+  }
+
+ private:
+  struct Data {
+    index_t batch = 1, length = 0;
+    std::string shape;                 // as the caller gave it
+    std::vector<unsigned char> flags;  // [batch, length]
+    std::vector<index_t> prefix;       // [batch, length + 1]: global tokens before each position
+  };
+  [[nodiscard]] index_t count(index_t b, index_t first, index_t n) const noexcept {
+    const index_t* prefix = data_->prefix.data() + (data_->batch == 1 ? 0 : b) * (data_->length + 1);
+    return prefix[first + n] - prefix[first];
+  }
+
+  std::shared_ptr<const Data> data_;
+};
+
+/// Masks that add a bias rather than only hide keys; a union (any) cannot hold them.
+template <class M>
+inline constexpr bool adds_bias = false;
+template <class S>
+inline constexpr bool adds_bias<Bias<S>> = true;
+template <>
+inline constexpr bool adds_bias<ALiBi> = true;
+template <class... Ms>
+inline constexpr bool adds_bias<AllOf<Ms...>> = (adds_bias<Ms> || ...);
+
+/// Visible iff visible under any of the masks. Made by mask::any(...).
+template <class... Masks>
+class AnyOf {
+  static_assert(sizeof...(Masks) > 0, "mask::any needs at least one mask");
+  static_assert(!(adds_bias<Masks> || ...),
+                "mask::any combines masks that hide keys; add a Bias or ALiBi with mask::all(mask::any(...), bias)");
+
+ public:
+  explicit AnyOf(Masks... masks) : masks_(std::move(masks)...) {}
+
+  void check(const Shape<4>& dims) const { detail::union_check(*this, dims); }
+  [[nodiscard]] Tile classify(const TileRef& t) const noexcept { return detail::union_classify(*this, t); }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    detail::union_apply(*this, t, scores, ld);
+  }
+  [[nodiscard]] TileShape preferred_tiles() const noexcept { return detail::union_preferred_tiles(*this); }
+
+  /// Calls f on every part.
+  template <class F>
+  void each(F&& f) const {
+    std::apply([&](const auto&... m) { (f(m), ...); }, masks_);
+  }
+
+ private:
+  std::tuple<Masks...> masks_;
+};
+
+/// The union of masks: `mask::any(mask::SlidingWindow{256, 256}, mask::GlobalTokens{g})` is
+/// Longformer's pattern.
+template <class... Masks>
+[[nodiscard]] AnyOf<std::remove_cvref_t<Masks>...> any(Masks&&... masks) {
+  return AnyOf<std::remove_cvref_t<Masks>...>(std::forward<Masks>(masks)...);
+}
+
+/// A sparse pattern whose parts are chosen at run time: visible iff visible under any part
+/// given (a sliding window, global tokens, a block layout). One type for every combination,
+/// which is what the modules take (nn::MultiheadAttentionCall::sparse, nn::EncoderCall::sparse).
+/// At least one part must be given.
+struct Sparse {
+  std::optional<SlidingWindow> window{};
+  std::optional<GlobalTokens> global{};
+  std::optional<BlockSparse> blocks{};
+
+  void check(const Shape<4>& dims) const {
+    if (!window && !global && !blocks)
+      throw ShapeError("heed::mask::Sparse: no part given (set window, global or blocks)");
+    detail::union_check(*this, dims);
+  }
+  [[nodiscard]] Tile classify(const TileRef& t) const noexcept { return detail::union_classify(*this, t); }
+  template <class T>
+  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    detail::union_apply(*this, t, scores, ld);
+  }
+  [[nodiscard]] TileShape preferred_tiles() const noexcept { return detail::union_preferred_tiles(*this); }
+  /// Calls f on every part given.
+  template <class F>
+  void each(F&& f) const {
+    if (window) f(*window);
+    if (global) f(*global);
+    if (blocks) f(*blocks);
+  }
+};
+
+/// The parts of BigBird's pattern, in blocks (Zaheer et al. 2020, section 2 and appendix D).
+struct BigBirdOptions {
+  index_t window = 3;      ///< blocks around the diagonal: an odd count, 3 = bi - 1, bi, bi + 1
+  index_t global = 2;      ///< global blocks: the first ⌈g/2⌉ and the last ⌊g/2⌋ (ITC)
+  index_t random = 3;      ///< random key blocks per query block, outside window and global
+  std::uint64_t seed = 0;  ///< the same seed gives the same layout everywhere (splitmix64)
+};
+
+/// BigBird's block layout [num_blocks, num_blocks] for BlockSparse, as in the paper's internal
+/// transformer construction (ITC), where the global tokens are existing blocks: query block bi
+/// attends key block bj when bi or bj is global, when |bi - bj| <= window / 2, or when bj is one
+/// of bi's `random` random blocks, drawn among the blocks neither of those already shows (fewer
+/// when fewer are left). ShapeError for num_blocks < 1, an even or negative window, negative
+/// global or random, or more global blocks than blocks.
+[[nodiscard]] inline Tensor<bool, 2> bigbird_layout(index_t num_blocks, const BigBirdOptions& options = {}) {
+  const auto fail = [&](const std::string& what) {
+    throw ShapeError("heed::mask::bigbird_layout: " + what + " (num_blocks " + std::to_string(num_blocks) +
+                     ", window " + std::to_string(options.window) + ", global " + std::to_string(options.global) +
+                     ", random " + std::to_string(options.random) + ")");
+  };
+  if (num_blocks < 1) fail("num_blocks must be >= 1");
+  if (options.window < 1 || options.window % 2 == 0)
+    fail("the window counts blocks centred on the diagonal: 1, 3, 5, ...");
+  if (options.global < 0 || options.random < 0) fail("global and random must be >= 0");
+  if (options.global > num_blocks) fail("more global blocks than blocks");
+  const index_t nb = num_blocks, first = (options.global + 1) / 2, last = options.global / 2;
+  const auto global = [&](index_t b) { return b < first || b >= nb - last; };
+  Tensor<bool, 2> layout({nb, nb});
+  for (index_t i = 0; i < nb; ++i)
+    for (index_t j = 0; j < nb; ++j)
+      layout(i, j) = global(i) || global(j) || (j >= i - options.window / 2 && j <= i + options.window / 2);
+  detail::SplitMix64 gen(options.seed);
+  std::vector<index_t> free;
+  for (index_t i = 0; i < nb; ++i) {
+    if (global(i)) continue;
+    free.clear();
+    for (index_t j = 0; j < nb; ++j)
+      if (!layout(i, j)) free.push_back(j);
+    // the first `random` of a Fisher-Yates shuffle of the free blocks
+    const index_t picks = std::min<index_t>(options.random, static_cast<index_t>(free.size()));
+    for (index_t p = 0; p < picks; ++p) {
+      const auto left = static_cast<std::uint64_t>(free.size()) - static_cast<std::uint64_t>(p);
+      const auto pick = static_cast<std::size_t>(p) + static_cast<std::size_t>(gen.next() % left);
+      std::swap(free[static_cast<std::size_t>(p)], free[pick]);
+      layout(i, free[static_cast<std::size_t>(p)]) = true;
+    }
+  }
+  return layout;
+}
+
+}  // namespace heed::mask

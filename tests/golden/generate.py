@@ -540,6 +540,42 @@ def transformer_encoder():
     save("transformer_encoder", t)
 
 
+@fixture
+def sparse_attention():
+    """nn.MultiheadAttention and a 2-layer nn.TransformerEncoder with Longformer's and BigBird's
+    patterns written out as dense boolean masks (true = not allowed), which heed gets as
+    mask::Sparse. Longformer: a window of 6 either side plus global tokens 0 and 40 (every row
+    of the batch). Blocks: 16-blocks over L = 75 (5 blocks, the last of 11), a fixed layout."""
+    torch.manual_seed(15)
+    E, H, F, B, L = 32, 4, 48, 2, 75
+    x = torch.randn(B, L, E)
+    pad = torch.zeros(B, L, dtype=torch.bool)
+    pad[1, 70:] = True
+    i = torch.arange(L)
+    window = (i[None, :] - i[:, None]).abs() <= 6
+    is_global = torch.zeros(L, dtype=torch.bool)
+    is_global[[0, 40]] = True
+    longformer = window | is_global[:, None] | is_global[None, :]
+    layout = torch.tensor([[1, 1, 0, 0, 1],
+                           [1, 1, 1, 0, 0],
+                           [0, 1, 1, 1, 0],
+                           [1, 0, 0, 1, 1],
+                           [0, 0, 1, 1, 1]], dtype=torch.bool)
+    blocks = layout[i // 16][:, i // 16]
+    t = {"x": x, "pad": pad, "global": is_global, "layout": layout}
+    mha = torch.nn.MultiheadAttention(E, H, batch_first=True).eval()
+    enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(E, H, F, activation="gelu", batch_first=True),
+                                      num_layers=2, norm=torch.nn.LayerNorm(E)).eval()
+    with torch.no_grad():
+        for name, allowed in (("longformer", longformer), ("blocks", blocks)):
+            out, w = mha(x, x, x, key_padding_mask=pad, attn_mask=~allowed)
+            t[f"mha.{name}.output"], t[f"mha.{name}.weights"] = out, w
+            t[f"enc.{name}.output"] = enc(x, mask=~allowed, src_key_padding_mask=pad)
+    t.update(_prefixed("mha.module.", mha))
+    t.update(_prefixed("enc.module.", enc))
+    save("sparse_attention", t)
+
+
 class SeedMultiHeadAttention(torch.nn.Module):
     """Seed 000 §2.1, verbatim (dropout is inactive in eval mode)."""
     def __init__(self, d_model, n_heads, dropout=0.1):

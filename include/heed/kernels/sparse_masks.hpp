@@ -70,8 +70,18 @@ mask::Tile union_classify(const U& u, const TileRef& t) noexcept {
 
 template <class U, class T>
 void union_apply(const U& u, const TileRef& t, T* scores, index_t ld) noexcept {
-  // shown[e] = 1 where some part shows element e: each part marks what it hides with -inf on a
-  // zeroed tile of its own (the buffers are the worker thread's, grown once)
+  // Usually one part reaches the tile (a window tile far from every global token): it applies
+  // itself, as it would alone.
+  int reaching = 0;
+  u.each([&](const auto& m) { reaching += m.classify(t) == mask::Tile::blocked ? 0 : 1; });
+  if (reaching == 1) {
+    u.each([&](const auto& m) {
+      if (m.classify(t) != mask::Tile::blocked) m.apply(t, scores, ld);
+    });
+    return;
+  }
+  // Otherwise shown[e] = 1 where some part shows element e: each part marks what it hides with
+  // -inf on a zeroed tile of its own (the buffers are the worker thread's, grown once).
   thread_local std::vector<T> part;
   thread_local std::vector<unsigned char> shown;
   const auto n = static_cast<std::size_t>(t.ni * t.nj);

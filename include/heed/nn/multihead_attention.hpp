@@ -60,6 +60,10 @@ struct MultiheadAttentionCall {
   bool is_causal = false;
   MaskedRows masked_rows = MaskedRows::zero;  ///< MaskedRows::nan: PyTorch 1.13's fully masked rows
   KVCache<Scalar>* cache = nullptr;           ///< append the new keys/values and attend over all cached
+  /// A sparse pattern over [Lq, Lk] (mask::Sparse: a window, global tokens, a block layout),
+  /// heed's form of a dense attn_mask for long sequences; combines with the other masks. Not
+  /// with a cache, add_bias_kv or add_zero_attn.
+  std::optional<mask::Sparse> sparse{};
 };
 
 /// What MultiheadAttention returns.
@@ -265,6 +269,13 @@ class MultiheadAttention {
                                   ", " + std::to_string(Lq) + ", " + std::to_string(Lk0) + "]"));
     };
     detail::OptionalMasks<Scalar> masks;
+    if (call.sparse) {
+      if (call.cache || block_.extra_keys() > 0)
+        throw ShapeError(
+            "heed::nn::MultiheadAttention: a sparse pattern does not combine with a cache, add_bias_kv "
+            "or add_zero_attn");
+      masks.sparse = *call.sparse;
+    }
     if (call.is_causal && !call.cache) masks.causal.emplace();  // a cache brings its own
     if (!call.key_padding_mask.is_null()) {
       if (call.key_padding_mask.shape() != Shape<2>{B, Lk0})

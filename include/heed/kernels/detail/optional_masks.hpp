@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "heed/kernels/mask.hpp"
+#include "heed/kernels/sparse_masks.hpp"
 
 namespace heed::detail {
 
@@ -26,9 +27,9 @@ struct RowCausal {
 };
 
 // The masks a module may combine in one call (a causal triangle, one with an offset per batch
-// row, key padding, a boolean or a float attn_mask), each present or not, decided at run time: one mask type, so one
-// copy of the driver per scalar type serves every combination (mask::all would make one per combination). Classifying a
-// tile costs a branch per absent part, which is nothing beside the tile's GEMMs.
+// row, key padding, a boolean or a float attn_mask, a sparse pattern), each present or not, decided at run time: one
+// mask type, so one copy of the driver per scalar type serves every combination (mask::all would make one per
+// combination). Classifying a tile costs a branch per absent part, which is nothing beside the tile's GEMMs.
 template <class Scalar>
 struct OptionalMasks {
   std::optional<mask::Causal> causal;
@@ -36,6 +37,7 @@ struct OptionalMasks {
   std::optional<mask::KeyPadding> padding;
   std::optional<mask::Allowed> allowed;
   std::optional<mask::Bias<Scalar>> bias;
+  std::optional<mask::Sparse> sparse;  // a union of its own parts; visible iff it and the rest show a key
 
   void check(const Shape<4>& dims) const {
     each([&](const auto& m) { m.check(dims); });
@@ -69,6 +71,7 @@ struct OptionalMasks {
     if (padding) f(*padding);
     if (allowed) f(*allowed);
     if (bias) f(*bias);
+    if (sparse) f(*sparse);
   }
 };
 

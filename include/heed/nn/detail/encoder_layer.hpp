@@ -107,7 +107,8 @@ class EncoderLayer {
       self_attn_.add_self_attention(in, skip, out,
                                     {.key_padding_mask = call.src_key_padding_mask,
                                      .is_causal = call.is_causal,
-                                     .masked_rows = call.masked_rows});
+                                     .masked_rows = call.masked_rows,
+                                     .sparse = call.sparse});
     };
     const auto add_feed_forward = [&](const Scalar* in) {
       detail::add_feed_forward(linear1_, linear2_, config_.activation, in, out.data(), rows);

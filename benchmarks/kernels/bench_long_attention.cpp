@@ -1,0 +1,104 @@
+// Sparse attention over long sequences (B = 1, H = 8, d = 64, fp32): dense, Longformer (a
+// window of 256 either side and 2 global tokens) and BigBird (64-blocks: 3 window, 2 global, 3
+// random) at N = 4096, 16384 and 65536.
+//   cmake --workflow --preset release
+//   OMP_NUM_THREADS=1 taskset -c 1 build/release/benchmarks/heed_bench_kernels_long_attention
+// Counters: GFLOP/s over the tiles the driver visits (4·d per score computed), "visited" = the
+// fraction of all tiles computed, "peak_MB" = the process's peak RSS so far. Time ∝ visited
+// tiles means time / (visited · (N / 4096)² · dense time at 4096) stays near 1.
+#include <benchmark/benchmark.h>
+
+#include <sys/resource.h>
+
+#include "heed/core/random.hpp"
+#include "heed/kernels.hpp"
+
+namespace {
+
+using heed::index_t;
+constexpr index_t B = 1, H = 8, d = 64;
+
+enum Pattern { dense = 0, longformer = 1, bigbird = 2 };
+
+// What the driver will compute under `mask` (its preferred tiles, as attention_tiles picks
+// them): scores in visited tiles, and visited / all tiles.
+template <class Mask>
+std::pair<double, double> visited(const Mask& mask, index_t n) {
+  heed::TileShape shape{96, 256};
+  if constexpr (requires { mask.preferred_tiles(); }) {
+    const heed::TileShape p = mask.preferred_tiles();
+    if (p.block_q > 0) shape.block_q = p.block_q;
+    if (p.block_k > 0) shape.block_k = p.block_k;
+  }
+  double scores = 0, tiles = 0, all = 0;
+  for (index_t h = 0; h < H; ++h)
+    for (index_t i0 = 0; i0 < n; i0 += shape.block_q)
+      for (index_t j0 = 0; j0 < n; j0 += shape.block_k) {
+        const heed::TileRef t{0, h, i0, std::min(shape.block_q, n - i0), j0, std::min(shape.block_k, n - j0)};
+        all += 1;
+        if (mask.classify(t) == heed::mask::Tile::blocked) continue;
+        tiles += 1;
+        scores += double(t.ni * t.nj);
+      }
+  return {scores, tiles / all};
+}
+
+double peak_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+// args: pattern, N, threads
+void BM_long(benchmark::State& state) {
+  const auto pattern = static_cast<Pattern>(state.range(0));
+  const index_t n = state.range(1);
+  const heed::AttentionOptions options{.num_threads = static_cast<int>(state.range(2))};
+  const auto q = heed::randn<float>({B, H, n, d}, 1), k = heed::randn<float>({B, H, n, d}, 2),
+             v = heed::randn<float>({B, H, n, d}, 3);
+  heed::Tensor<bool, 1> global({n});
+  global(0) = global(n / 2) = true;  // e.g. a [CLS] token and a question marker
+  const auto window = heed::mask::any(heed::mask::SlidingWindow{256, 256}, heed::mask::GlobalTokens{global});
+  const heed::mask::BlockSparse blocks{
+      heed::mask::bigbird_layout(n / 64, {.window = 3, .global = 2, .random = 3, .seed = 0}), 64};
+  const auto run = [&](const auto& mask) {
+    const auto [scores, fraction] = visited(mask, n);
+    for (auto _ : state) {
+      auto r = heed::attention(q, k, v, heed::ScaledDot{}, mask, options);
+      benchmark::DoNotOptimize(r.output.data());
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(4.0 * d * scores, benchmark::Counter::kIsIterationInvariantRate,
+                                                   benchmark::Counter::kIs1000);
+    state.counters["visited"] = fraction;
+  };
+  switch (pattern) {
+    case dense:
+      run(heed::mask::None{});
+      break;
+    case longformer:
+      run(window);
+      break;
+    case bigbird:
+      run(blocks);
+      break;
+  }
+  state.counters["peak_MB"] = peak_mb();
+}
+BENCHMARK(BM_long)
+    ->ArgNames({"pattern", "N", "threads"})
+    ->Args({dense, 4096, 1})
+    ->Args({longformer, 4096, 1})
+    ->Args({bigbird, 4096, 1})
+    ->Args({longformer, 16384, 1})
+    ->Args({bigbird, 16384, 1})
+    ->Args({longformer, 65536, 1})
+    ->Args({bigbird, 65536, 1})
+    ->Args({dense, 4096, 2})
+    ->Args({longformer, 16384, 2})
+    ->Args({bigbird, 16384, 2})
+    ->Args({longformer, 65536, 2})
+    ->Args({bigbird, 65536, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace

@@ -125,6 +125,8 @@ class BlockSparse {
     if (block < 1)
       throw ShapeError("heed::mask::BlockSparse: the block size must be >= 1, got " + std::to_string(block) +
                        " (layout " + layout_.original_shape() + ")");
+    if ((block & (block - 1)) == 0)
+      while ((index_t{1} << (shift_ + 1)) <= block) ++shift_;
   }
 
   [[nodiscard]] index_t block() const noexcept { return block_; }
@@ -148,8 +150,8 @@ class BlockSparse {
     return {detail::tile_fitting(block_, 128), detail::tile_fitting(block_, 256)};
   }
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
-    const index_t bi0 = t.i0 / block_, bi1 = (t.i0 + t.ni - 1) / block_;
-    const index_t bj0 = t.j0 / block_, bj1 = (t.j0 + t.nj - 1) / block_;
+    const index_t bi0 = block_of(t.i0), bi1 = block_of(t.i0 + t.ni - 1);
+    const index_t bj0 = block_of(t.j0), bj1 = block_of(t.j0 + t.nj - 1);
     const index_t s = layout_.column_stride();
     index_t on = 0;
     for (index_t bi = bi0; bi <= bi1; ++bi) {
@@ -191,8 +193,13 @@ class BlockSparse {
     }
   }
 
+  // The block holding position i: a shift for a power-of-two block (the driver classifies every
+  // tile of the score matrix, blocked or not, and a 64-bit division costs more than the rest).
+  [[nodiscard]] index_t block_of(index_t i) const noexcept { return shift_ >= 0 ? i >> shift_ : i / block_; }
+
   detail::MaskTensor<bool> layout_;
   index_t block_;
+  int shift_ = -1;  // log2(block) when block is a power of two
 };
 
 /// bool [L] or [B, L], true = a global token: it attends every key and every query attends

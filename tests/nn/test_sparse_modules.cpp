@@ -34,15 +34,6 @@ struct Fixture {
     if (name == "longformer") return {.window = mask::SlidingWindow{6, 6}, .global = mask::GlobalTokens{global}};
     return {.blocks = mask::BlockSparse{layout, 16}};
   }
-  // y with the padded rows of the expected output copied in
-  [[nodiscard]] Tensor<float, 3> unpadded(const Tensor<float, 3>& y, const Tensor<float, 3>& expected) const {
-    Tensor<float, 3> out = y;
-    for (index_t b = 0; b < y.size(0); ++b)
-      for (index_t i = 0; i < y.size(1); ++i)
-        if (pad(b, i))
-          for (index_t e = 0; e < y.size(2); ++e) out(b, i, e) = expected(b, i, e);
-    return out;
-  }
 };
 
 TEST(SparseModulesGolden, MultiheadAttentionTakesThePattern) {
@@ -73,7 +64,7 @@ TEST(SparseModulesGolden, TransformerEncoderTakesThePattern) {
   for (const std::string name : {"longformer", "blocks"}) {
     const auto expected = f.fx.get<float, 3>("enc." + name + ".output");
     const auto y = enc(f.x, {.src_key_padding_mask = f.pad, .sparse = f.pattern(name)});
-    const auto ok = all_close(f.unpadded(y, expected), expected, tol);
+    const auto ok = all_close(heed::test::with_padded_rows_from(y, expected, f.pad), expected, tol);
     std::printf("%s: encoder %s\n", name.c_str(), ok.message());
     EXPECT_TRUE(ok) << name;
   }

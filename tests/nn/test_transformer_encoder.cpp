@@ -12,20 +12,10 @@ namespace {
 using heed::index_t;
 using heed::Tensor;
 using heed::test::all_close;
+using heed::test::with_padded_rows_from;
 using namespace heed::nn;
 
 constexpr heed::test::Tolerance tol{1e-5, 2e-6};
-
-// Copies y, setting the rows padded in `pad` to the expected values (so they compare equal).
-Tensor<float, 3> with_padded_rows_from(const Tensor<float, 3>& y, const Tensor<float, 3>& expected,
-                                       const Tensor<bool, 2>& pad) {
-  Tensor<float, 3> out = y;
-  for (index_t b = 0; b < y.size(0); ++b)
-    for (index_t i = 0; i < y.size(1); ++i)
-      if (pad(b, i))
-        for (index_t e = 0; e < y.size(2); ++e) out(b, i, e) = expected(b, i, e);
-  return out;
-}
 
 struct Fixture {
   heed::io::SafeTensors fx = heed::test::golden("transformer_encoder");

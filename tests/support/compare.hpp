@@ -94,4 +94,17 @@ double max_abs_diff(const A& actual, const E& expected) {
   return worst;
 }
 
+/// y [B, L, E] with the rows padded in `pad` [B, L] copied from `expected`, so that they compare
+/// equal: PyTorch 1.13's encoder fast path (nested tensors) writes zeros there, heed computes
+/// them like any other row.
+inline Tensor<float, 3> with_padded_rows_from(const Tensor<float, 3>& y, const Tensor<float, 3>& expected,
+                                              const Tensor<bool, 2>& pad) {
+  Tensor<float, 3> out = y;
+  for (index_t b = 0; b < y.size(0); ++b)
+    for (index_t i = 0; i < y.size(1); ++i)
+      if (pad(b, i))
+        for (index_t e = 0; e < y.size(2); ++e) out(b, i, e) = expected(b, i, e);
+  return out;
+}
+
 }  // namespace heed::test

@@ -133,6 +133,12 @@ struct SparseCases {
   static constexpr int count = 9;
 };
 
+// Only visibility masks may go inside a union (mask::any).
+static_assert(mask::adds_bias<mask::ALiBi> && mask::adds_bias<mask::Bias<float>>);
+static_assert(mask::adds_bias<mask::AllOf<mask::Causal, mask::Bias<double>>>);
+static_assert(!mask::adds_bias<mask::SlidingWindow> && !mask::adds_bias<mask::BlockSparse> &&
+              !mask::adds_bias<mask::AllOf<mask::Causal, mask::KeyPadding>>);
+
 TEST(SparseMasks, ClassifyAndApplyAgreeWithTheDefinition) {
   const SparseCases cases(2, 2, 45, 7);
   for (int c = 0; c < SparseCases::count; ++c) {

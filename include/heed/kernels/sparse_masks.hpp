@@ -59,6 +59,7 @@ class BlockSparse {
       while ((index_t{1} << (shift_ + 1)) <= block) ++shift_;
   }
 
+  /// Positions per block, in both the query and the key dimension.
   [[nodiscard]] index_t block() const noexcept { return block_; }
 
   void check(const Shape<4>& dims) const {

@@ -24,12 +24,7 @@ enum Pattern { dense = 0, longformer = 1, bigbird = 2 };
 // them): scores in visited tiles, and visited / all tiles.
 template <class Mask>
 std::pair<double, double> visited(const Mask& mask, index_t n) {
-  heed::TileShape shape{96, 256};
-  if constexpr (requires { mask.preferred_tiles(); }) {
-    const heed::TileShape p = mask.preferred_tiles();
-    if (p.block_q > 0) shape.block_q = p.block_q;
-    if (p.block_k > 0) shape.block_k = p.block_k;
-  }
+  const heed::TileShape shape = heed::detail::chosen_tiles(mask, {});
   double scores = 0, tiles = 0, all = 0;
   for (index_t h = 0; h < H; ++h)
     for (index_t i0 = 0; i0 < n; i0 += shape.block_q)

@@ -214,6 +214,20 @@ void attention_decode(const TensorView<T, 4>& out, const TensorView<const T, 4>&
   }
 }
 
+// The tile the general loop computes in: the call's block_q/block_k, else the mask's preference,
+// else the defaults (benchmarks use it to count the tiles a call visits).
+template <class Mask>
+TileShape chosen_tiles(const Mask& mask, const AttentionOptions& options) noexcept {
+  TileShape preferred;
+  mask::merge_preference(preferred, mask);
+  return {options.block_q > 0     ? options.block_q
+          : preferred.block_q > 0 ? preferred.block_q
+                                  : default_block_q,
+          options.block_k > 0     ? options.block_k
+          : preferred.block_k > 0 ? preferred.block_k
+                                  : default_block_k};
+}
+
 // The driver. All shapes have been validated by the caller; q, k, v have unit stride in their
 // last dimension; out is [B, Hq, Lq, dv]; v is [B, Hkv, Lk, dv] with Hq = G·Hkv, query head h
 // reading key/value head h / G; weights is empty or [B, Hq, Lq, Lk], zeroed.
@@ -244,12 +258,7 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
   const index_t group = H / v.size(1);  // query heads per key/value head
   TileShape preferred;
   mask::merge_preference(preferred, mask);
-  const index_t bq = options.block_q > 0     ? options.block_q
-                     : preferred.block_q > 0 ? preferred.block_q
-                                             : default_block_q;
-  const index_t bk = options.block_k > 0     ? options.block_k
-                     : preferred.block_k > 0 ? preferred.block_k
-                                             : default_block_k;
+  const auto [bq, bk] = chosen_tiles(mask, options);
   const bool with_weights = !weights.empty();
   const int threads = std::max(1, options.num_threads > 0 ? options.num_threads : num_threads());
   if (!with_weights && Lq <= decode_max_rows && Lk >= decode_min_keys) {

@@ -258,7 +258,8 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
   const index_t group = H / v.size(1);  // query heads per key/value head
   TileShape preferred;
   mask::merge_preference(preferred, mask);
-  const auto [bq, bk] = chosen_tiles(mask, options);
+  const TileShape tiles = chosen_tiles(mask, options);  // not a structured binding: clang 14 cannot capture one
+  const index_t bq = tiles.block_q, bk = tiles.block_k;
   const bool with_weights = !weights.empty();
   const int threads = std::max(1, options.num_threads > 0 ? options.num_threads : num_threads());
   if (!with_weights && Lq <= decode_max_rows && Lk >= decode_min_keys) {

@@ -180,6 +180,8 @@ TYPED_TEST(VectorOps, ElementwiseAndFusedOps) {
     heed::simd::multiply_scaled(T(1.5), x.data(), y.data(), fused.data(), n);
     heed::simd::scale_into(T(-2), x.data(), scaled.data(), n);
     heed::simd::scaled_sum_max(T(0.5), x.data(), s2.data(), m2.data(), n);
+    auto filled = y;
+    heed::simd::fill(filled.data() + 1, n > 1 ? n - 2 : 0, -std::numeric_limits<T>::infinity());
     double td = 0;
     for (index_t i = 0; i < n; ++i) {
       EXPECT_EQ(sum[i], y[i] + x[i]);
@@ -190,10 +192,28 @@ TYPED_TEST(VectorOps, ElementwiseAndFusedOps) {
       EXPECT_EQ(scaled[i], T(-2) * x[i]);
       EXPECT_EQ(s2[i], y[i] + T(0.5) * x[i]);
       EXPECT_EQ(m2[i], std::max(y[i], T(0.5) * x[i]));
+      EXPECT_EQ(filled[i], i == 0 || i == n - 1 ? y[i] : -std::numeric_limits<T>::infinity()) << "fill, n = " << n;
       td += double(v[i]) * std::tanh(double(x[i]) + double(y[i]));
     }
     EXPECT_NEAR(heed::simd::tanh_dot(x.data(), y.data(), v.data(), n), td,
                 sum_tolerance<T>(n) * (1 + std::abs(td)) * 4);
+  }
+}
+
+// Lane i of reduce_add_rows is the sum of row i's lanes (the decode path's W-keys-at-a-time
+// scores rest on it; xsimd 8.1's own AVX-512 version got it wrong).
+TYPED_TEST(VectorOps, ReduceAddRowsSumsEachRow) {
+  using T = TypeParam;
+  constexpr index_t W = static_cast<index_t>(heed::simd::width<T>);
+  const auto x = data<T>(W * W, 21);
+  heed::simd::batch<T> rows[W];
+  for (index_t r = 0; r < W; ++r) rows[r] = heed::simd::load(x.data() + r * W);
+  alignas(64) T sums[W];
+  heed::simd::store(sums, heed::simd::reduce_add_rows(rows));
+  for (index_t r = 0; r < W; ++r) {
+    double expected = 0;
+    for (index_t c = 0; c < W; ++c) expected += double(x[static_cast<std::size_t>(r * W + c)]);
+    EXPECT_NEAR(sums[r], expected, sum_tolerance<T>(W) * (1 + std::abs(expected))) << "row " << r;
   }
 }
 

@@ -97,6 +97,17 @@ inline void axpy(T a, const T* x, T* y, index_t n) noexcept {
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
+/// x[i] = value (a masked run of a score row: std::fill of a float is a scalar loop at -O2)
+template <class T>
+inline void fill(T* x, index_t n, T value) noexcept {
+  using detail::full_batches;
+  using detail::lanes;
+  index_t i = 0;
+  const auto v = simd::broadcast(value);
+  for (; i < full_batches<T>(n); i += lanes<T>) simd::store(x + i, v);
+  for (; i < n; ++i) x[i] = value;
+}
+
 /// y[i] += x[i]
 template <class T>
 inline void add(const T* x, T* y, index_t n) noexcept {

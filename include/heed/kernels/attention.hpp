@@ -106,7 +106,9 @@ template <TensorLike Q, TensorLike K, TensorLike V, class Score = ScaledDot, cla
   if (k4.size(0) != q4.size(0) || v4.size(0) != q4.size(0))
     throw ShapeError("heed::attention: batch sizes differ (q " + to_string(as_view(q).shape()) + ", k " +
                      to_string(as_view(k).shape()) + ", v " + to_string(as_view(v).shape()) + ")");
-  result.output = Tensor<T, Rank>(shaped(q4.size(0), q4.size(1), q4.size(2), v4.size(3)));
+  // The driver writes every output element (a fully masked row too), so the output starts
+  // uninitialized: zeroing it first would be a second pass over memory the tiles write anyway.
+  result.output = Tensor<T, Rank>(shaped(q4.size(0), q4.size(1), q4.size(2), v4.size(3)), uninitialized);
   if (options.need_weights) result.weights = Tensor<T, Rank>(shaped(q4.size(0), q4.size(1), q4.size(2), k4.size(2)));
   attention_into(detail::as_heads(result.output.view()),
                  options.need_weights ? detail::as_heads(result.weights.view()) : TensorView<T, 4>{}, q4, k4, v4, score,

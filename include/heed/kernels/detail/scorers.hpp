@@ -2,11 +2,13 @@
 #include "heed/core/detail/internal_header_check.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "heed/core/error.hpp"
+#include "heed/core/detail/buffer_cache.hpp"
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/tile_ref.hpp"
@@ -38,10 +40,11 @@ class DotScorer {
   void prepare(int threads) {
     if (q_.size(2) < 2 * MR || k_.size(2) == 0 || q_.size(3) == 0) return;
     panel_stride_ = (k_.size(2) + NR - 1) / NR * NR * k_.size(3);
-    packed_.resize(static_cast<std::size_t>(k_.size(0) * k_.size(1) * panel_stride_));
+    // not value-initialized: pack_kt writes every value (the padding keys too), on the workers
+    packed_ = aligned_storage<T>(k_.size(0) * k_.size(1) * panel_stride_, false);
     parallel_for(k_.size(0) * k_.size(1), threads, [&](index_t task, int) {
       const index_t b = task / k_.size(1), h = task % k_.size(1);
-      simd::pack_kt(&k_(b, h, 0, 0), k_.stride(2), k_.size(2), k_.size(3), packed_.data() + task * panel_stride_);
+      simd::pack_kt(&k_(b, h, 0, 0), k_.stride(2), k_.size(2), k_.size(3), packed_.get() + task * panel_stride_);
     });
     prepared_ = true;
   }
@@ -49,7 +52,7 @@ class DotScorer {
   void scores(const TileRef& t, Acc* out, index_t ld) const {
     const index_t d = q_.size(3), hk = t.h / group_;
     if (prepared_ && t.j0 % NR == 0) {
-      const T* kt = packed_.data() + (t.b * k_.size(1) + hk) * panel_stride_ + t.j0 * d;
+      const T* kt = packed_.get() + (t.b * k_.size(1) + hk) * panel_stride_ + t.j0 * d;
       const auto run = [&](const auto* q, index_t ldq) {
         // panel by panel: a panel of Kᵀ (depth × NR) stays in L1 while every query row block reads it
         for (index_t jp = 0; jp < t.nj; jp += NR)
@@ -82,7 +85,7 @@ class DotScorer {
   Acc scale_;
   index_t group_;
   index_t panel_stride_ = 0;  // values per (batch, key head) in packed_
-  std::vector<T> packed_;     // Kᵀ panels, [B, Hkv, ceil(Lk / NR), d, NR]
+  std::unique_ptr<T, AlignedDelete> packed_;  // Kᵀ panels, [B, Hkv, ceil(Lk / NR), d, NR], 64-byte aligned
   bool prepared_ = false;
 };
 

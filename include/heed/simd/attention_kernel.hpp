@@ -28,7 +28,7 @@ namespace heed::simd {
 template <class T>
 struct AttentionTile {
   static constexpr index_t nr = 2 * static_cast<index_t>(width<T>);  ///< columns of C per call (keys, value columns)
-  static constexpr index_t mr = width<T> >= 16 ? 12 : 6;             ///< rows of C per call (queries)
+  static constexpr index_t mr = width<T> >= 16 ? 8 : 6;              ///< rows of C per call (queries)
 };
 
 /// One MR × NR block: c[r, j] = alpha · Σ_{kk < depth} a[r · lda + kk] · b[kk · ldb + j]

@@ -182,6 +182,57 @@ TEST(SparseMasks, ClassifyAndApplyAgreeWithTheDefinition) {
   }
 }
 
+// After a blocked tile the driver resumes at mask::next_visible_key: every key it jumps over
+// must be hidden from every query of the tile, and the masks that know their next visible key
+// must let it jump (else the hook is dead code).
+template <class M>
+index_t expect_skips_hidden_keys(const M& m, const reference::MaskFn& definition, index_t L) {
+  index_t skipped = 0;
+  for (index_t bq : {1, 7, 16})
+    for (index_t bk : {3, 7, 16})
+      for (index_t b = 0; b < 2; ++b)
+        for (index_t h = 0; h < 2; ++h)
+          for (index_t i0 = 0; i0 < L; i0 += bq)
+            for (index_t j0 = 0; j0 < L; j0 += bk) {
+              const heed::TileRef t{b, h, i0, std::min(bq, L - i0), j0, std::min(bk, L - j0)};
+              if (m.classify(t) != mask::Tile::blocked) continue;
+              const index_t next = mask::next_visible_key(m, t);
+              EXPECT_GE(next, j0 + t.nj);
+              for (index_t j = j0 + t.nj; j < std::min(next, L); ++j) {
+                ++skipped;
+                for (index_t i = i0; i < i0 + t.ni; ++i)
+                  if (!std::isinf(definition(b, h, i, j))) {
+                    ADD_FAILURE() << "key " << j << " of query " << i << " skipped after tile " << bq << "x" << bk
+                                  << " at " << i0 << "," << j0 << ", resuming at " << next;
+                    return skipped;
+                  }
+              }
+            }
+  return skipped;
+}
+
+TEST(SparseMasks, BlockedTilesResumeAtTheNextVisibleKey) {
+  const index_t L = 45;
+  const SparseCases cases(2, 2, L, 7);
+  for (int c = 0; c < SparseCases::count; ++c)
+    cases.with(c, [&](const auto& m, const reference::MaskFn& definition) {
+      SCOPED_TRACE(SparseCases::names[c]);
+      EXPECT_GT(expect_skips_hidden_keys(m, definition, L), 0);
+    });
+  const reference::MaskFn causal([](index_t, index_t, index_t i, index_t j) { return j <= i + 3 ? 0.0 : hidden; });
+  EXPECT_GT(expect_skips_hidden_keys(mask::Causal{3}, causal, L), 0);
+  const auto in_window = [](index_t i, index_t j) { return j >= i - 4 - 5 && j <= i - 4 + 2; };
+  EXPECT_GT(expect_skips_hidden_keys(mask::SlidingWindow{5, 2, -4},
+                                     reference::MaskFn([&](index_t, index_t, index_t i, index_t j) {
+                                       return in_window(i, j) ? 0.0 : hidden;
+                                     }),
+                                     L),
+            0);
+  const reference::MaskFn causal_window(
+      [](index_t, index_t, index_t i, index_t j) { return j <= i && j >= i - 6 ? 0.0 : hidden; });
+  EXPECT_GT(expect_skips_hidden_keys(mask::all(mask::Causal{}, mask::SlidingWindow{6, 0}), causal_window, L), 0);
+}
+
 // heed against the double reference for every case, options varied across the calls.
 template <class T>
 void expect_cases_match(const Dims& dims, index_t block, std::uint64_t seed) {

@@ -49,7 +49,9 @@ enum class Tile { open, blocked, partial };
 /// What the driver needs of a mask. `check` validates against {B, H, Lq, Lk} and throws
 /// ShapeError; `classify` and `apply` are hot and check nothing. `scores` is the tile's
 /// row-major [ni, nj] block with leading dimension `ld`. A mask may also offer
-/// `TileShape preferred_tiles() const`, the tile it would rather be computed in.
+/// `TileShape preferred_tiles() const`, the tile it would rather be computed in, and
+/// `index_t next_visible_key(const TileRef&) const`, where to resume after a tile it blocks
+/// (mask::next_visible_key below).
 template <class M, class T>
 concept MaskPolicy = requires(const M& m, const Shape<4>& dims, const TileRef& t, T* scores, index_t ld) {
   m.check(dims);
@@ -68,6 +70,22 @@ void merge_preference(TileShape& shape, const M& m) noexcept {
     narrow(shape.block_q, p.block_q);
     narrow(shape.block_k, p.block_k);
   }
+}
+
+/// Where the driver resumes after tile t, which `m` blocks: a key position p >= t.j0 + t.nj such
+/// that no query of t sees a key in [t.j0, p). A mask that knows where its next visible key is
+/// says so with a member `index_t next_visible_key(const TileRef&) const` (no_visible_key: none
+/// further), and the driver skips the tiles between unclassified (a 64-key block layout over
+/// 65536 keys would otherwise classify 1024 tiles per query tile to visit eight); for the rest
+/// it resumes at the next tile.
+inline constexpr index_t no_visible_key = std::numeric_limits<index_t>::max();
+
+template <class M>
+[[nodiscard]] index_t next_visible_key(const M& m, const TileRef& t) noexcept {
+  if constexpr (requires { { m.next_visible_key(t) } -> std::same_as<index_t>; })
+    return std::max(m.next_visible_key(t), t.j0 + t.nj);
+  else
+    return t.j0 + t.nj;
 }
 
 /// Every key visible.
@@ -91,11 +109,13 @@ struct Causal {
     if (t.j0 + t.nj - 1 <= t.i0 + offset) return Tile::open;    // the last key is visible even to the first row
     return Tile::partial;
   }
+  /// A blocked tile is past every row's last visible key, and so is every key after it.
+  [[nodiscard]] index_t next_visible_key(const TileRef&) const noexcept { return no_visible_key; }
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     for (index_t i = 0; i < t.ni; ++i) {
       const index_t first_hidden = std::max<index_t>(t.i0 + i + offset + 1 - t.j0, 0);
-      std::fill(scores + i * ld + std::min(first_hidden, t.nj), scores + i * ld + t.nj, detail::minus_inf<T>);
+      detail::hide(scores + i * ld, std::min(first_hidden, t.nj), t.nj);
     }
   }
 };
@@ -125,6 +145,12 @@ struct SlidingWindow {
     if (j_first >= i_last - left && j_last <= i_first + right) return Tile::open;
     return Tile::partial;
   }
+  /// A blocked tile left of the window resumes where the first row's window begins; one right of
+  /// it has nothing after it.
+  [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
+    const index_t first = t.i0 + offset - left;
+    return t.j0 + t.nj <= first ? first : no_visible_key;
+  }
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     for (index_t i = 0; i < t.ni; ++i) {
@@ -132,8 +158,8 @@ struct SlidingWindow {
       const index_t lo = std::clamp<index_t>(center - left, 0, t.nj);
       const index_t hi = std::clamp<index_t>(center + right + 1, 0, t.nj);
       T* row = scores + i * ld;
-      std::fill(row, row + lo, detail::minus_inf<T>);
-      std::fill(row + std::max(lo, hi), row + t.nj, detail::minus_inf<T>);
+      detail::hide(row, 0, lo);
+      detail::hide(row, std::max(lo, hi), t.nj);
     }
   }
 };
@@ -297,6 +323,16 @@ class AllOf {
     TileShape shape;
     std::apply([&](const auto&... m) { (merge_preference(shape, m), ...); }, masks_);
     return shape;
+  }
+  /// The furthest resumption of the parts that block the tile: each hides everything before its own.
+  [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
+    index_t next = t.j0 + t.nj;
+    std::apply(
+        [&](const auto&... m) {
+          ((next = m.classify(t) == Tile::blocked ? std::max(next, mask::next_visible_key(m, t)) : next), ...);
+        },
+        masks_);
+    return next;
   }
 
  private:

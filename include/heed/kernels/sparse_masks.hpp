@@ -91,6 +91,21 @@ class BlockSparse {
     }
     return on == 0 ? Tile::blocked : on == (bi1 - bi0 + 1) * (bj1 - bj0 + 1) ? Tile::open : Tile::partial;
   }
+  /// The first key block after the tile that one of its query blocks may attend.
+  [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
+    const index_t bi0 = block_of(t.i0), bi1 = block_of(t.i0 + t.ni - 1), from = block_of(t.j0 + t.nj - 1) + 1;
+    const index_t s = layout_.column_stride();
+    index_t next = layout_.shape()[3];
+    for (index_t bi = bi0; bi <= bi1; ++bi) {
+      const bool* row = layout_.row(t.b, t.h, bi);
+      for (index_t bj = from; bj < next; ++bj)
+        if (row[bj * s]) {
+          next = bj;
+          break;
+        }
+    }
+    return next == layout_.shape()[3] ? no_visible_key : next * block_;
+  }
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     const index_t s = layout_.column_stride();
@@ -101,7 +116,7 @@ class BlockSparse {
         if (row[bj * s]) continue;
         const index_t j_lo = std::max(t.j0, bj * block_) - t.j0, j_hi = std::min(t.j0 + t.nj, (bj + 1) * block_) - t.j0;
         for (index_t i = i_lo; i < i_hi; ++i)
-          std::fill(scores + i * ld + j_lo, scores + i * ld + j_hi, detail::minus_inf<T>);
+          detail::hide(scores + i * ld, j_lo, j_hi);
       }
     }
   }
@@ -155,6 +170,7 @@ class GlobalTokens {
     d->shape = to_string(v.shape());
     d->flags.resize(static_cast<std::size_t>(d->batch * d->length));
     d->prefix.resize(static_cast<std::size_t>(d->batch * (d->length + 1)));
+    d->next.resize(static_cast<std::size_t>(d->batch * (d->length + 1)));
     for (index_t b = 0; b < d->batch; ++b) {
       index_t* prefix = d->prefix.data() + b * (d->length + 1);
       prefix[0] = 0;
@@ -167,6 +183,10 @@ class GlobalTokens {
         d->flags[static_cast<std::size_t>(b * d->length + i)] = flag ? 1 : 0;
         prefix[i + 1] = prefix[i] + (flag ? 1 : 0);
       }
+      index_t* next = d->next.data() + b * (d->length + 1);
+      next[d->length] = d->length;
+      for (index_t i = d->length - 1; i >= 0; --i)
+        next[i] = d->flags[static_cast<std::size_t>(b * d->length + i)] ? i : next[i + 1];
     }
     data_ = std::move(d);
   }
@@ -181,14 +201,27 @@ class GlobalTokens {
     if (queries == t.ni || keys == t.nj) return Tile::open;
     return queries == 0 && keys == 0 ? Tile::blocked : Tile::partial;
   }
+  /// A blocked tile has no global query: its queries next see the next global key.
+  [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
+    const index_t* next = data_->next.data() + (data_->batch == 1 ? 0 : t.b) * (data_->length + 1);
+    const index_t j = next[std::min(t.j0 + t.nj, data_->length)];
+    return j == data_->length ? no_visible_key : j;
+  }
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
-    const unsigned char* flags = data_->flags.data() + (data_->batch == 1 ? 0 : t.b) * data_->length;
+    const index_t b = data_->batch == 1 ? 0 : t.b;
+    const unsigned char* flags = data_->flags.data() + b * data_->length;
+    const index_t* next = data_->next.data() + b * (data_->length + 1);
+    const index_t end = t.j0 + t.nj;
     for (index_t i = 0; i < t.ni; ++i) {
       if (flags[t.i0 + i]) continue;
+      // a non-global row keeps the global keys only: hide the runs between them
       T* row = scores + i * ld;
-      for (index_t j = 0; j < t.nj; ++j)
-        if (!flags[t.j0 + j]) row[j] = detail::minus_inf<T>;
+      for (index_t j = t.j0; j < end;) {
+        const index_t global = std::min(next[j], end);
+        detail::hide(row, j - t.j0, global - t.j0);
+        j = global + 1;
+      }
     }
   }
 
@@ -198,6 +231,7 @@ class GlobalTokens {
     std::string shape;                 // as the caller gave it
     std::vector<unsigned char> flags;  // [batch, length]
     std::vector<index_t> prefix;       // [batch, length + 1]: global tokens before each position
+    std::vector<index_t> next;         // [batch, length + 1]: the first global token from each position (length: none)
   };
   [[nodiscard]] index_t count(index_t b, index_t first, index_t n) const noexcept {
     const index_t* prefix = data_->prefix.data() + (data_->batch == 1 ? 0 : b) * (data_->length + 1);
@@ -234,6 +268,9 @@ class AnyOf {
     detail::union_apply(*this, t, scores, ld);
   }
   [[nodiscard]] TileShape preferred_tiles() const noexcept { return detail::union_preferred_tiles(*this); }
+  [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
+    return detail::union_next_visible_key(*this, t);
+  }
 
   /// Calls f on every part.
   template <class F>
@@ -272,6 +309,9 @@ struct Sparse {
     detail::union_apply(*this, t, scores, ld);
   }
   [[nodiscard]] TileShape preferred_tiles() const noexcept { return detail::union_preferred_tiles(*this); }
+  [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
+    return detail::union_next_visible_key(*this, t);
+  }
   /// Calls f on every part given.
   template <class F>
   void each(F&& f) const {

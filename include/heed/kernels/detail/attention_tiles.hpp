@@ -19,6 +19,8 @@ namespace heed::detail {
 
 inline constexpr index_t default_block_q = 96;
 inline constexpr index_t default_block_k = 256;
+inline constexpr index_t max_span_keys = 256;  // visited tiles in a row are computed as one span...
+inline constexpr index_t max_span_tiles = 16;  // ...of at most this many keys and tiles
 
 // One worker's buffers, reused across its tiles, in the accumulator type.
 template <class T>
@@ -271,12 +273,18 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
   }
   const index_t q_tiles = (Lq + bq - 1) / bq;
   const index_t k_tiles = (Lk + bk - 1) / bk;
+  // Visited key tiles that follow each other are computed as one span of up to max_span_keys
+  // keys (a 64-key block layout's window of three blocks is one 192-key span): one softmax update
+  // per row and one rescale of O per span instead of per tile. Masks still apply tile by tile,
+  // and the counts stay per tile.
+  const index_t span_tiles = std::clamp<index_t>(max_span_keys / bk, 1, max_span_tiles);
+  const index_t ld = span_tiles * bk;
 
   if constexpr (requires { scorer.prepare(threads); }) scorer.prepare(threads);
 
   std::vector<AttentionScratch<Acc>> scratch(static_cast<std::size_t>(threads));
   for (auto& s : scratch) {
-    s.scores.resize(static_cast<std::size_t>(bq * bk));
+    s.scores.resize(static_cast<std::size_t>(bq * ld));
     s.acc.resize(static_cast<std::size_t>(bq * dv));
     s.correction.resize(static_cast<std::size_t>(bq));
     s.rows.resize(static_cast<std::size_t>(bq));
@@ -289,22 +297,37 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
     const index_t ni = std::min(bq, Lq - i0);
     Acc* S = s.scores.data();
     Acc* O = s.acc.data();
-    const index_t ld = bk;
     bool started = false;  // O holds a value (before the first visited tile it is not even zero)
     std::fill(s.rows.begin(), s.rows.begin() + ni, OnlineSoftmax<Acc>{});
     if (with_weights) std::fill(s.m_at.begin(), s.m_at.end(), -std::numeric_limits<Acc>::infinity());
+    const auto tile_at = [&](index_t jt) { return TileRef{b, h, i0, ni, jt * bk, std::min(bk, Lk - jt * bk)}; };
+    mask::Tile kinds[max_span_tiles];
 
-    for (index_t jt = 0; jt < k_tiles; ++jt) {
-      const index_t j0 = jt * bk, nj = std::min(bk, Lk - j0);
-      const TileRef tile{b, h, i0, ni, j0, nj};
-      const mask::Tile kind = mask.classify(tile);
-      if (kind == mask::Tile::blocked) {
-        ++s.stats.blocked;
+    for (index_t jt = 0; jt < k_tiles;) {
+      // the span: the visited tiles from jt on, up to span_tiles of them
+      index_t count = 0, next = jt;
+      while (count < span_tiles && next < k_tiles) {
+        const TileRef tile = tile_at(next);
+        const mask::Tile kind = mask.classify(tile);
+        if (kind == mask::Tile::blocked) {
+          // a mask that knows where its next visible key is lets the loop jump there
+          const index_t resume = std::min(k_tiles, mask::next_visible_key(mask, tile) / bk);
+          s.stats.blocked += std::max(resume, next + 1) - next;
+          next = std::max(resume, next + 1);
+          break;
+        }
+        ++(kind == mask::Tile::open ? s.stats.open : s.stats.partial);
+        kinds[count++] = kind;
+        ++next;
+      }
+      if (count == 0) {
+        jt = next;
         continue;
       }
-      ++(kind == mask::Tile::open ? s.stats.open : s.stats.partial);
-      scorer.scores(tile, S, ld);
-      if (kind == mask::Tile::partial) mask.apply(tile, S, ld);
+      const index_t j0 = jt * bk, nj = std::min(count * bk, Lk - j0);
+      scorer.scores(TileRef{b, h, i0, ni, j0, nj}, S, ld);
+      for (index_t u = 0; u < count; ++u)
+        if (kinds[u] == mask::Tile::partial) mask.apply(tile_at(jt + u), S + u * bk, ld);
 
       for (index_t i = 0; i < ni; ++i) {
         Acc* row = S + i * ld;
@@ -313,13 +336,15 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
         if (with_weights) {
           T* w = &weights(b, h, i0 + i, j0);
           for (index_t j = 0; j < nj; ++j) w[j] = static_cast<T>(row[j]);
-          s.m_at[static_cast<std::size_t>(i * k_tiles + jt)] = s.rows[static_cast<std::size_t>(i)].m;
+          for (index_t u = 0; u < count; ++u)
+            s.m_at[static_cast<std::size_t>(i * k_tiles + jt + u)] = s.rows[static_cast<std::size_t>(i)].m;
         }
       }
-      // O = O · correction + P · V_tile
+      // O = O · correction + P · V_span
       accumulate_pv(S, ld, ni, nj, &v(b, h / group, j0, 0), v.stride(2), dv, O,
                     started ? s.correction.data() : nullptr);
       started = true;
+      jt = next;
     }
 
     for (index_t i = 0; i < ni; ++i) {

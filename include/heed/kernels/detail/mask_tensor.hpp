@@ -10,11 +10,18 @@
 
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
+#include "heed/simd/vector_ops.hpp"
 
 namespace heed::detail {
 
 template <class T>
 inline constexpr T minus_inf = -std::numeric_limits<T>::infinity();
+
+// Hides scores [from, to) of a row: -inf there.
+template <class T>
+void hide(T* row, index_t from, index_t to) noexcept {
+  if (to > from) simd::fill(row + from, to - from, minus_inf<T>);
+}
 
 inline std::string scores_text(const Shape<4>& dims) {
   return "[B, H, Lq, Lk] = " + to_string(dims);

@@ -73,6 +73,14 @@ void union_apply(const U& u, const TileRef& t, T* scores, index_t ld) noexcept {
       if (!shown[static_cast<std::size_t>(i * t.nj + j)]) scores[i * ld + j] = minus_inf<T>;
 }
 
+// A blocked union resumes at the nearest resumption of its parts (each of which blocks the tile).
+template <class U>
+index_t union_next_visible_key(const U& u, const TileRef& t) noexcept {
+  index_t next = mask::no_visible_key;
+  u.each([&](const auto& m) { next = std::min(next, mask::next_visible_key(m, t)); });
+  return next;
+}
+
 // The smallest preference of the parts, dimension by dimension.
 template <class U>
 TileShape union_preferred_tiles(const U& u) noexcept {

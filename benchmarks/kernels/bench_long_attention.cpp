@@ -4,8 +4,10 @@
 //   cmake --workflow --preset release
 //   OMP_NUM_THREADS=1 taskset -c 1 build/release/benchmarks/heed_bench_kernels_long_attention
 // Counters: GFLOP/s over the tiles the driver visits (4·d per score computed), "visited" = the
-// fraction of all tiles computed, "peak_MB" = the process's peak RSS so far. Time ∝ visited
-// tiles means time / (visited · (N / 4096)² · dense time at 4096) stays near 1.
+// fraction of all tiles computed, "peak_MB" = the process's peak RSS so far. BM_long_bf16 runs
+// Longformer at N = 65536 with bfloat16 storage (run it alone for its own peak RSS:
+// --benchmark_filter=BM_long_bf16). Time ∝ visited tiles means
+// time / (visited · (N / 4096)² · dense time at 4096) stays near 1.
 #include <benchmark/benchmark.h>
 
 #include <sys/resource.h>
@@ -44,23 +46,29 @@ double peak_mb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
-// args: pattern, N, threads
-void BM_long(benchmark::State& state) {
+// One pattern at one length, Q, K, V (and the output) stored as T.
+template <class T>
+void run_long(benchmark::State& state) {
   const auto pattern = static_cast<Pattern>(state.range(0));
   const index_t n = state.range(1);
   const heed::AttentionOptions options{.num_threads = static_cast<int>(state.range(2))};
-  const auto q = heed::randn<float>({B, H, n, d}, 1), k = heed::randn<float>({B, H, n, d}, 2),
-             v = heed::randn<float>({B, H, n, d}, 3);
+  // drawn in T: no float copy lingers in the peak RSS
+  const auto q = heed::randn<T>({B, H, n, d}, 1), k = heed::randn<T>({B, H, n, d}, 2), v = heed::randn<T>({B, H, n, d}, 3);
   heed::Tensor<bool, 1> global({n});
   global(0) = global(n / 2) = true;  // e.g. a [CLS] token and a question marker
   const auto window = heed::mask::any(heed::mask::SlidingWindow{256, 256}, heed::mask::GlobalTokens{global});
   const heed::mask::BlockSparse blocks{
       heed::mask::bigbird_layout(n / 64, {.window = 3, .global = 2, .random = 3, .seed = 0}), 64};
+  // The output is allocated once, as a server answering long documents would keep it: a fresh
+  // 128 MiB output per call (what attention() returns) adds its first-touch page faults, 10 to
+  // 330 ms on the development VM depending on whether the kernel hands out huge pages.
+  heed::Tensor<T, 4> out({B, H, n, d});
   const auto run = [&](const auto& mask) {
     const auto [scores, fraction] = visited(mask, n);
     for (auto _ : state) {
-      auto r = heed::attention(q, k, v, heed::ScaledDot{}, mask, options);
-      benchmark::DoNotOptimize(r.output.data());
+      heed::attention_into(out.view(), heed::TensorView<T, 4>{}, q.view(), k.view(), v.view(), heed::ScaledDot{}, mask,
+                           options);
+      benchmark::DoNotOptimize(out.data());
     }
     state.counters["GFLOP/s"] = benchmark::Counter(4.0 * d * scores, benchmark::Counter::kIsIterationInvariantRate,
                                                    benchmark::Counter::kIs1000);
@@ -79,6 +87,9 @@ void BM_long(benchmark::State& state) {
   }
   state.counters["peak_MB"] = peak_mb();
 }
+
+// args: pattern, N, threads
+void BM_long(benchmark::State& state) { run_long<float>(state); }
 BENCHMARK(BM_long)
     ->ArgNames({"pattern", "N", "threads"})
     ->Args({dense, 4096, 1})
@@ -93,6 +104,15 @@ BENCHMARK(BM_long)
     ->Args({bigbird, 16384, 2})
     ->Args({longformer, 65536, 2})
     ->Args({bigbird, 65536, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// bfloat16 storage (scores and accumulation in float): half the memory of every tensor. Run it
+// alone (--benchmark_filter=BM_long_bf16) for its own peak_MB: the counter is the process's.
+void BM_long_bf16(benchmark::State& state) { run_long<heed::bfloat16>(state); }
+BENCHMARK(BM_long_bf16)
+    ->ArgNames({"pattern", "N", "threads"})
+    ->Args({longformer, 65536, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

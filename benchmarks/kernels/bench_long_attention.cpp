@@ -53,7 +53,8 @@ void run_long(benchmark::State& state) {
   const index_t n = state.range(1);
   const heed::AttentionOptions options{.num_threads = static_cast<int>(state.range(2))};
   // drawn in T: no float copy lingers in the peak RSS
-  const auto q = heed::randn<T>({B, H, n, d}, 1), k = heed::randn<T>({B, H, n, d}, 2), v = heed::randn<T>({B, H, n, d}, 3);
+  const auto q = heed::randn<T>({B, H, n, d}, 1), k = heed::randn<T>({B, H, n, d}, 2),
+             v = heed::randn<T>({B, H, n, d}, 3);
   heed::Tensor<bool, 1> global({n});
   global(0) = global(n / 2) = true;  // e.g. a [CLS] token and a question marker
   const auto window = heed::mask::any(heed::mask::SlidingWindow{256, 256}, heed::mask::GlobalTokens{global});
@@ -89,7 +90,9 @@ void run_long(benchmark::State& state) {
 }
 
 // args: pattern, N, threads
-void BM_long(benchmark::State& state) { run_long<float>(state); }
+void BM_long(benchmark::State& state) {
+  run_long<float>(state);
+}
 BENCHMARK(BM_long)
     ->ArgNames({"pattern", "N", "threads"})
     ->Args({dense, 4096, 1})
@@ -109,7 +112,9 @@ BENCHMARK(BM_long)
 
 // bfloat16 storage (scores and accumulation in float): half the memory of every tensor. Run it
 // alone (--benchmark_filter=BM_long_bf16) for its own peak_MB: the counter is the process's.
-void BM_long_bf16(benchmark::State& state) { run_long<heed::bfloat16>(state); }
+void BM_long_bf16(benchmark::State& state) {
+  run_long<heed::bfloat16>(state);
+}
 BENCHMARK(BM_long_bf16)
     ->ArgNames({"pattern", "N", "threads"})
     ->Args({longformer, 65536, 1})

@@ -222,12 +222,11 @@ TEST(SparseMasks, BlockedTilesResumeAtTheNextVisibleKey) {
   const reference::MaskFn causal([](index_t, index_t, index_t i, index_t j) { return j <= i + 3 ? 0.0 : hidden; });
   EXPECT_GT(expect_skips_hidden_keys(mask::Causal{3}, causal, L), 0);
   const auto in_window = [](index_t i, index_t j) { return j >= i - 4 - 5 && j <= i - 4 + 2; };
-  EXPECT_GT(expect_skips_hidden_keys(mask::SlidingWindow{5, 2, -4},
-                                     reference::MaskFn([&](index_t, index_t, index_t i, index_t j) {
-                                       return in_window(i, j) ? 0.0 : hidden;
-                                     }),
-                                     L),
-            0);
+  EXPECT_GT(
+      expect_skips_hidden_keys(
+          mask::SlidingWindow{5, 2, -4},
+          reference::MaskFn([&](index_t, index_t, index_t i, index_t j) { return in_window(i, j) ? 0.0 : hidden; }), L),
+      0);
   const reference::MaskFn causal_window(
       [](index_t, index_t, index_t i, index_t j) { return j <= i && j >= i - 6 ? 0.0 : hidden; });
   EXPECT_GT(expect_skips_hidden_keys(mask::all(mask::Causal{}, mask::SlidingWindow{6, 0}), causal_window, L), 0);

@@ -78,11 +78,14 @@ void merge_preference(TileShape& shape, const M& m) noexcept {
 /// further), and the driver skips the tiles between unclassified (a 64-key block layout over
 /// 65536 keys would otherwise classify 1024 tiles per query tile to visit eight); for the rest
 /// it resumes at the next tile.
+/// What next_visible_key returns when no key after the tile is visible to its queries.
 inline constexpr index_t no_visible_key = std::numeric_limits<index_t>::max();
 
 template <class M>
 [[nodiscard]] index_t next_visible_key(const M& m, const TileRef& t) noexcept {
-  if constexpr (requires { { m.next_visible_key(t) } -> std::same_as<index_t>; })
+  if constexpr (requires {
+                  { m.next_visible_key(t) } -> std::same_as<index_t>;
+                })
     return std::max(m.next_visible_key(t), t.j0 + t.nj);
   else
     return t.j0 + t.nj;

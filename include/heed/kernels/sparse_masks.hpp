@@ -115,8 +115,7 @@ class BlockSparse {
       for (index_t bj = t.j0 / block_; bj * block_ < t.j0 + t.nj; ++bj) {
         if (row[bj * s]) continue;
         const index_t j_lo = std::max(t.j0, bj * block_) - t.j0, j_hi = std::min(t.j0 + t.nj, (bj + 1) * block_) - t.j0;
-        for (index_t i = i_lo; i < i_hi; ++i)
-          detail::hide(scores + i * ld, j_lo, j_hi);
+        for (index_t i = i_lo; i < i_hi; ++i) detail::hide(scores + i * ld, j_lo, j_hi);
       }
     }
   }

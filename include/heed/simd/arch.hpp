@@ -211,27 +211,20 @@ template <class T>
 // xsimd 8.1's AVX-512 haddp returns wrong sums (tests/simd/test_vector_ops.cpp, ReduceAddRows,
 // fails with it on an AVX-512 machine), so on AVX-512 heed folds each row to 256 bits and sums
 // eight rows at a time with AVX's horizontal adds.
-// Lane i of the result: the sum of the 8 lanes of r[i], i < 8.
-inline __m256 sum_rows8(const __m256* r) noexcept {
-  const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(r[0], r[1]), _mm256_hadd_ps(r[2], r[3]));
-  const __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(r[4], r[5]), _mm256_hadd_ps(r[6], r[7]));
-  // s0123 = [lanes 0-3 of rows 0-3 | lanes 4-7 of rows 0-3], each summed; the same for 4-7
-  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
-}
-// Lane i of the result: the sum of the 4 lanes of r[i], i < 4.
-inline __m256d sum_rows4(const __m256d* r) noexcept {
-  const __m256d s01 = _mm256_hadd_pd(r[0], r[1]), s23 = _mm256_hadd_pd(r[2], r[3]);
-  return _mm256_add_pd(_mm256_permute2f128_pd(s01, s23, 0x20), _mm256_permute2f128_pd(s01, s23, 0x31));
-}
-
 [[nodiscard]] inline batch<float> reduce_add_rows(const batch<float>* rows, avx512_isa) noexcept {
   __m256 folded[16];
   for (int r = 0; r < 16; ++r) {
     const __m512 row = rows[r];
     folded[r] = _mm256_add_ps(_mm512_castps512_ps256(row), _mm512_extractf32x8_ps(row, 1));
   }
-  return batch<float>(
-      _mm512_insertf32x8(_mm512_castps256_ps512(sum_rows8(folded)), sum_rows8(folded + 8), 1));
+  // lane i: the sum of the 8 lanes of r[i], i < 8
+  const auto sum_rows8 = [](const __m256* r) {
+    const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(r[0], r[1]), _mm256_hadd_ps(r[2], r[3]));
+    const __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(r[4], r[5]), _mm256_hadd_ps(r[6], r[7]));
+    // s0123 = [lanes 0-3 of rows 0-3 | lanes 4-7 of rows 0-3], each summed; the same for 4-7
+    return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+  };
+  return batch<float>(_mm512_insertf32x8(_mm512_castps256_ps512(sum_rows8(folded)), sum_rows8(folded + 8), 1));
 }
 
 [[nodiscard]] inline batch<double> reduce_add_rows(const batch<double>* rows, avx512_isa) noexcept {
@@ -240,8 +233,12 @@ inline __m256d sum_rows4(const __m256d* r) noexcept {
     const __m512d row = rows[r];
     folded[r] = _mm256_add_pd(_mm512_castpd512_pd256(row), _mm512_extractf64x4_pd(row, 1));
   }
-  return batch<double>(
-      _mm512_insertf64x4(_mm512_castpd256_pd512(sum_rows4(folded)), sum_rows4(folded + 4), 1));
+  // lane i: the sum of the 4 lanes of r[i], i < 4
+  const auto sum_rows4 = [](const __m256d* r) {
+    const __m256d s01 = _mm256_hadd_pd(r[0], r[1]), s23 = _mm256_hadd_pd(r[2], r[3]);
+    return _mm256_add_pd(_mm256_permute2f128_pd(s01, s23, 0x20), _mm256_permute2f128_pd(s01, s23, 0x31));
+  };
+  return batch<double>(_mm512_insertf64x4(_mm512_castpd256_pd512(sum_rows4(folded)), sum_rows4(folded + 4), 1));
 }
 #endif
 

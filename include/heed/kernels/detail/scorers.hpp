@@ -84,7 +84,7 @@ class DotScorer {
   TensorView<const T, 4> q_, k_;
   Acc scale_;
   index_t group_;
-  index_t panel_stride_ = 0;  // values per (batch, key head) in packed_
+  index_t panel_stride_ = 0;                  // values per (batch, key head) in packed_
   std::unique_ptr<T, AlignedDelete> packed_;  // Kᵀ panels, [B, Hkv, ceil(Lk / NR), d, NR], 64-byte aligned
   bool prepared_ = false;
 };

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "heed/core/random.hpp"
@@ -55,6 +56,27 @@ TEST(Simd, ReportsItsArchitecture) {
 #else
   EXPECT_TRUE(heed::simd::vectorized);
   EXPECT_GE(heed::simd::width<float>, 4u);
+#endif
+}
+
+// The instruction-set tag follows the compile-time target, so that the arch overloads (the
+// 16-bit conversions, the AVX-512 row sums) are the ones that run: not silently the generic ones.
+TEST(Simd, TargetIsaFollowsTheCompiler) {
+  using heed::simd::target_isa;
+#if defined(HEED_SIMD_SCALAR)
+  EXPECT_TRUE((std::is_same_v<target_isa, heed::simd::generic_isa>));
+#elif defined(__aarch64__)
+  EXPECT_TRUE((std::is_same_v<target_isa, heed::simd::neon_isa>));
+  EXPECT_EQ(heed::simd::width<float>, 4u);
+  EXPECT_EQ(heed::simd::width<double>, 2u);
+#elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  EXPECT_TRUE((std::is_same_v<target_isa, heed::simd::avx512_isa>));
+  EXPECT_EQ(heed::simd::width<float>, 16u);
+#elif defined(__AVX2__) && defined(__FMA__)
+  EXPECT_TRUE((std::is_same_v<target_isa, heed::simd::avx2_isa>));
+  EXPECT_EQ(heed::simd::width<float>, 8u);
+#else
+  EXPECT_TRUE((std::is_same_v<target_isa, heed::simd::generic_isa>));
 #endif
 }
 

@@ -4,7 +4,7 @@
 //   heed::simd::width<T>   its lane count;
 //   load / store / broadcast, reduce_add / reduce_max, and the math functions, as
 //   overloads for both T and batch<T>; prefetch hints;
-//   the instruction-set tags (generic_isa, avx2_isa, avx512_isa) that arch-specific overloads
+//   the instruction-set tags (generic_isa, avx2_isa, avx512_isa, neon_isa) that arch-specific overloads
 //   take, and target_isa, the tag of the compile-time target.
 // Without an instruction set xsimd knows (or with HEED_SIMD_SCALAR defined, which the tests
 // use to exercise it), batch<T> is T itself and width<T> is 1: the same kernels then run as
@@ -97,6 +97,7 @@ inline void prefetch_for_write(void* p) noexcept {
 struct generic_isa {};
 struct avx2_isa : generic_isa {};  ///< AVX2 and FMA
 struct avx512_isa : avx2_isa {};   ///< AVX-512 F, BW, DQ, VL (x86-64-v4)
+struct neon_isa : generic_isa {};  ///< AArch64's Advanced SIMD (NEON), which every AArch64 CPU has
 
 #if defined(HEED_SIMD_SCALAR)
 /// The instruction set of the compile-time target, as a tag.
@@ -107,6 +108,9 @@ using target_isa = avx512_isa;  ///< the target has AVX-512 (F, BW, DQ, VL)
 #elif defined(__AVX2__) && defined(__FMA__)
 #define HEED_SIMD_AVX2 1
 using target_isa = avx2_isa;  ///< the target has AVX2 and FMA
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#define HEED_SIMD_NEON 1
+using target_isa = neon_isa;  ///< AArch64 with NEON (xsimd's neon64)
 #else
 using target_isa = generic_isa;  ///< neither
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(HEED_ALLOW_BASELINE_ISA)

@@ -7,7 +7,7 @@
 // Kernels keep 16-bit tensors 16-bit in memory and widen each tile as they load it. The generic
 // versions convert value by value; where the target has instructions for it, an overload beside
 // them does it in registers: bfloat16 by zero-extending to 32 bits and shifting (its bits are
-// the top half of a float's), half with F16C's vcvtph2ps.
+// the top half of a float's), half with F16C's vcvtph2ps on x86-64 and fcvtl on AArch64.
 
 #include <cstdint>
 #include <type_traits>
@@ -19,6 +19,10 @@
 
 #if defined(HEED_SIMD_AVX2) || defined(HEED_SIMD_AVX512)
 #include <immintrin.h>
+#endif
+#if defined(HEED_SIMD_NEON)
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/simd/detail/neon_bits.hpp"
 #endif
 
 namespace heed::simd {
@@ -68,6 +72,17 @@ template <class T>
 }
 #endif
 
+#if defined(HEED_SIMD_NEON)
+/// 4 bfloat16 → 4 floats: widened to 32 bits and shifted into the top half in one shll.
+[[nodiscard]] inline batch<float> load_widened(const bfloat16* p, neon_isa) noexcept {
+  return batch<float>(vreinterpretq_f32_u32(vshll_n_u16(detail::neon_load_u16x4(p), 16)));
+}
+/// 4 half → 4 floats with fcvtl (base AArch64).
+[[nodiscard]] inline batch<float> load_widened(const half* p, neon_isa) noexcept {
+  return batch<float>(vcvt_f32_f16(vreinterpret_f16_u16(detail::neon_load_u16x4(p))));
+}
+#endif
+
 /// width<A> values of T from p, widened, on the compile-time target.
 template <class T>
 [[nodiscard]] inline batch<accumulator_t<T>> load_widened(const T* p) noexcept {
@@ -106,6 +121,24 @@ inline void store_narrowed(half* p, batch<float> x, avx2_isa) noexcept {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(static_cast<__m256>(x), _MM_FROUND_TO_NEAREST_INT));
 }
 #endif
+#endif
+
+#if defined(HEED_SIMD_NEON)
+/// 4 floats → 4 bfloat16, rounded as the AVX2 version: add 0x7FFF plus the lowest kept bit, keep
+/// the top 16 bits; a NaN keeps its top bits with the quiet bit set.
+inline void store_narrowed(bfloat16* p, batch<float> x, neon_isa) noexcept {
+  const float32x4_t v = x;
+  const uint32x4_t bits = vreinterpretq_u32_f32(v);
+  const uint32x4_t lsb = vandq_u32(vshrq_n_u32(bits, 16), vdupq_n_u32(1));
+  const uint32x4_t rounded = vaddq_u32(bits, vaddq_u32(lsb, vdupq_n_u32(0x7FFF)));
+  const uint32x4_t ordered = vceqq_f32(v, v);  // all ones unless NaN
+  const uint32x4_t kept = vbslq_u32(ordered, rounded, vorrq_u32(bits, vdupq_n_u32(0x00400000)));
+  detail::neon_store_u16x4(p, vshrn_n_u32(kept, 16));
+}
+/// 4 floats → 4 half with fcvtn (round to nearest even: AArch64's default rounding mode).
+inline void store_narrowed(half* p, batch<float> x, neon_isa) noexcept {
+  detail::neon_store_u16x4(p, vreinterpret_u16_f16(vcvt_f16_f32(x)));
+}
 #endif
 
 /// x rounded into width<float> values of T at p, on the compile-time target.

@@ -17,13 +17,15 @@ class Error {
 
  protected:
   Error() = default;
+  /// Copyable, as exceptions must be.
   Error(const Error&) = default;
-  Error& operator=(const Error&) = default;
+  Error& operator=(const Error&) = default;  ///< Copy-assignable, as exceptions must be.
 };
 
 /// A tensor's shape or an option does not fit the operation (message gives both shapes).
 class ShapeError : public std::invalid_argument, public Error {
  public:
+  /// An error whose what() is `message`.
   explicit ShapeError(const std::string& message) : std::invalid_argument(message) {}
   [[nodiscard]] const char* what() const noexcept override { return std::invalid_argument::what(); }
 };
@@ -31,6 +33,7 @@ class ShapeError : public std::invalid_argument, public Error {
 /// A file or a named tensor is malformed, or holds what the caller cannot use.
 class FormatError : public std::runtime_error, public Error {
  public:
+  /// An error whose what() is `message`.
   explicit FormatError(const std::string& message) : std::runtime_error(message) {}
   [[nodiscard]] const char* what() const noexcept override { return std::runtime_error::what(); }
 };
@@ -38,6 +41,7 @@ class FormatError : public std::runtime_error, public Error {
 /// The operating system refused to open, read or write a file.
 class IoError : public std::runtime_error, public Error {
  public:
+  /// An error whose what() is `message`.
   explicit IoError(const std::string& message) : std::runtime_error(message) {}
   [[nodiscard]] const char* what() const noexcept override { return std::runtime_error::what(); }
 };

@@ -56,12 +56,16 @@ class Tensor {
   requires std::is_same_v<std::remove_const_t<Other>, Scalar>
   explicit Tensor(const TensorView<Other, Rank>& view) : Tensor(view.shape(), uninitialized) { copy_from(view); }
 
+  /// A deep copy.
   Tensor(const Tensor& other) : Tensor(other.shape_, uninitialized) { std::copy_n(other.data(), numel(), data()); }
+  /// A deep copy.
   Tensor& operator=(const Tensor& other) {
     if (this != &other) *this = Tensor(other);
     return *this;
   }
+  /// Takes other's storage; other is left empty.
   Tensor(Tensor&& other) noexcept : shape_(std::exchange(other.shape_, Shape<Rank>{})), data_(std::move(other.data_)) {}
+  /// Takes other's storage; other is left empty.
   Tensor& operator=(Tensor&& other) noexcept {
     shape_ = std::exchange(other.shape_, Shape<Rank>{});
     data_ = std::move(other.data_);
@@ -82,23 +86,31 @@ class Tensor {
   [[nodiscard]] bool empty() const noexcept { return numel() == 0; }
   /// The first element (nullptr when empty); the rest follow in row-major order.
   [[nodiscard]] Scalar* data() noexcept { return data_.get(); }
+  /// The first element (nullptr when empty), read-only.
   [[nodiscard]] const Scalar* data() const noexcept { return data_.get(); }
 
   /// A view of the whole tensor (what every function taking a TensorView receives).
   [[nodiscard]] TensorView<Scalar, Rank> view() noexcept { return {data(), shape_}; }
+  /// A read-only view of the whole tensor.
   [[nodiscard]] TensorView<const Scalar, Rank> view() const noexcept { return {data(), shape_}; }
-  operator TensorView<Scalar, Rank>() noexcept { return view(); }              // NOLINT
+  /// Converts to a mutable view, so a Tensor passes where a TensorView is taken.
+  operator TensorView<Scalar, Rank>() noexcept { return view(); }  // NOLINT
+  /// Converts to a read-only view, so a Tensor passes where a TensorView is taken.
   operator TensorView<const Scalar, Rank>() const noexcept { return view(); }  // NOLINT
 
+  /// The element at one index per dimension (unchecked in release builds).
   template <class... Indices>
   [[nodiscard]] Scalar& operator()(Indices... indices) noexcept {
     return view()(indices...);
   }
+  /// The element at one index per dimension, read-only (unchecked in release builds).
   template <class... Indices>
   [[nodiscard]] const Scalar& operator()(Indices... indices) const noexcept {
     return view()(indices...);
   }
+  /// Index i of the first dimension: an element for rank 1, otherwise a view of rank - 1.
   [[nodiscard]] decltype(auto) operator[](index_t i) noexcept { return view()[i]; }
+  /// Index i of the first dimension, read-only: an element for rank 1, a view of rank - 1 otherwise.
   [[nodiscard]] decltype(auto) operator[](index_t i) const noexcept { return view()[i]; }
 
   /// Copies the elements of a view of the same shape into this tensor.

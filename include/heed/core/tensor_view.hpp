@@ -80,6 +80,7 @@ class TensorView {
     return true;
   }
 
+  /// The element at one index per dimension (unchecked in release builds).
   template <class... Indices>
   [[nodiscard]] Scalar& operator()(Indices... indices) const noexcept {
     static_assert(sizeof...(Indices) == Rank, "operator() takes one index per dimension");

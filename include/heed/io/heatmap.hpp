@@ -33,9 +33,9 @@ struct HeatmapOptions {
   std::vector<std::string> x_labels{};      ///< one per column (keys), or none
   std::vector<std::string> y_labels{};      ///< one per row (queries), or none
   std::vector<std::string> panel_titles{};  ///< one per panel, or none for "Head 1", "Head 2", …
-  std::string x_axis = "Key";
-  std::string y_axis = "Query";
-  int cell = 0;  ///< pixels per cell; 0 chooses from the size (8 to 32)
+  std::string x_axis = "Key";               ///< the x axis' label (SVG)
+  std::string y_axis = "Query";             ///< the y axis' label (SVG)
+  int cell = 0;                             ///< pixels per cell; 0 chooses from the size (8 to 32)
 };
 
 }  // namespace heed::io

@@ -27,16 +27,21 @@ class Json {
 
   /// A number keeps its text, so integers convert exactly.
   struct Number {
-    std::string text;
+    std::string text;  ///< the number as the document wrote it
   };
 
   Json() = default;
   /// A value of each kind.
   explicit Json(std::nullptr_t) {}
+  /// A boolean.
   explicit Json(bool b) : value_(b) {}
+  /// A number.
   explicit Json(Number n) : value_(std::move(n)) {}
+  /// A string.
   explicit Json(std::string s) : value_(std::move(s)) {}
+  /// An array.
   explicit Json(Array a) : value_(std::make_shared<Array>(std::move(a))) {}
+  /// An object.
   explicit Json(Object o) : value_(std::make_shared<Object>(std::move(o))) {}
 
   /// Parses one JSON document; `what` names it in error messages.
@@ -44,17 +49,26 @@ class Json {
 
   /// What kind of value this is.
   [[nodiscard]] bool is_null() const noexcept { return std::holds_alternative<std::monostate>(value_); }
+  /// True for a boolean.
   [[nodiscard]] bool is_bool() const noexcept { return std::holds_alternative<bool>(value_); }
+  /// True for a number.
   [[nodiscard]] bool is_number() const noexcept { return std::holds_alternative<Number>(value_); }
+  /// True for a string.
   [[nodiscard]] bool is_string() const noexcept { return std::holds_alternative<std::string>(value_); }
+  /// True for an array.
   [[nodiscard]] bool is_array() const noexcept { return std::holds_alternative<std::shared_ptr<Array>>(value_); }
+  /// True for an object.
   [[nodiscard]] bool is_object() const noexcept { return std::holds_alternative<std::shared_ptr<Object>>(value_); }
 
   /// The value as one kind; FormatError when it is another.
   [[nodiscard]] bool as_bool() const { return get<bool>("a boolean"); }
+  /// The string; FormatError when the value is not one.
   [[nodiscard]] const std::string& as_string() const { return get<std::string>("a string"); }
+  /// The array; FormatError when the value is not one.
   [[nodiscard]] const Array& as_array() const { return *get<std::shared_ptr<Array>>("an array"); }
+  /// The object's members in document order; FormatError when the value is not one.
   [[nodiscard]] const Object& as_object() const { return *get<std::shared_ptr<Object>>("an object"); }
+  /// The number as a double; FormatError when the value is not a number.
   [[nodiscard]] double as_double() const { return std::stod(get<Number>("a number").text); }
 
   /// The number as an exact unsigned 64-bit integer; FormatError if it is not one.
@@ -70,6 +84,7 @@ class Json {
     }
     return value;
   }
+  /// The number as an exact signed 64-bit integer; FormatError if it is not one.
   [[nodiscard]] std::int64_t as_int64() const {
     const std::string& text = get<Number>("a number").text;
     if (!text.empty() && text[0] == '-') {

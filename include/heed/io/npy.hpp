@@ -29,10 +29,10 @@ namespace heed::io {
 
 /// What an .npy header says.
 struct NpyHeader {
-  DType dtype = DType::F32;
-  bool big_endian = false;
-  bool fortran_order = false;
-  std::vector<index_t> shape;
+  DType dtype = DType::F32;     ///< the element type ('descr')
+  bool big_endian = false;      ///< true for '>' byte order
+  bool fortran_order = false;   ///< true when the array is stored column-major
+  std::vector<index_t> shape;   ///< the extents, outermost first
   std::size_t data_offset = 0;  ///< bytes before the data
 };
 

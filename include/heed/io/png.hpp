@@ -46,11 +46,12 @@ namespace heed::io {
 
 /// An RGB image, 8 bits a channel, rows top to bottom.
 struct RgbImage {
-  int width = 0;
-  int height = 0;
+  int width = 0;                     ///< pixels per row
+  int height = 0;                    ///< rows
   std::vector<std::uint8_t> pixels;  ///< width · height · 3 bytes
 
   RgbImage() = default;
+  /// A w × h image filled with one colour (white by default).
   RgbImage(int w, int h, std::array<std::uint8_t, 3> fill = {255, 255, 255})
       : width(w), height(h), pixels(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3) {
     for (std::size_t i = 0; i < pixels.size(); i += 3)

@@ -108,11 +108,11 @@ template <class Scalar>
 
 /// One tensor of a safetensors file: its name, dtype, shape and byte range in the data section.
 struct TensorInfo {
-  std::string name;
-  DType dtype = DType::F32;
-  std::vector<index_t> shape;
-  std::size_t begin = 0;  // byte offsets into the data section
-  std::size_t end = 0;
+  std::string name;            ///< the tensor's name in the header
+  DType dtype = DType::F32;    ///< the element type
+  std::vector<index_t> shape;  ///< the extents, outermost first
+  std::size_t begin = 0;       ///< first byte, as an offset into the data section
+  std::size_t end = 0;         ///< one past the last byte, as an offset into the data section
 };
 
 /// IEEE binary16 → float, exact (every half is a float).
@@ -157,6 +157,7 @@ enum class ReadMode { map, copy };
 /// A validated safetensors file, memory-mapped or held in memory. Cheap to copy (the bytes are shared).
 class SafeTensors {
  public:
+  /// The largest header accepted, in bytes (FormatError beyond it).
   static constexpr std::uint64_t max_header_size = 100'000'000;
 
   /// Opens and validates a file: IoError if it cannot be read, FormatError if it is malformed.
@@ -367,6 +368,7 @@ class SafeTensors {
 /// Collects named tensors and writes them as safetensors (names sorted, as PyTorch's writer does).
 class SafeTensorsWriter {
  public:
+  /// Adds a tensor under `name`, stored in its own scalar type; FormatError if the name is already taken.
   template <class Scalar, std::size_t Rank>
   SafeTensorsWriter& add(std::string name, const TensorView<const Scalar, Rank>& tensor) {
     Entry e;
@@ -382,11 +384,13 @@ class SafeTensorsWriter {
     entries_.push_back(std::move(e));
     return *this;
   }
+  /// Adds a tensor under `name`, stored in its own scalar type; FormatError if the name is already taken.
   template <class Scalar, std::size_t Rank>
   SafeTensorsWriter& add(std::string name, const Tensor<Scalar, Rank>& tensor) {
     return add<Scalar, Rank>(std::move(name), tensor.view());
   }
 
+  /// Sets a `__metadata__` entry (string to string).
   SafeTensorsWriter& metadata(std::string key, std::string value) {
     metadata_[std::move(key)] = std::move(value);
     return *this;

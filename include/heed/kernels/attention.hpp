@@ -33,8 +33,8 @@ namespace heed {
 /// output [.., Lq, dv]; weights [.., Lq, Lk] with need_weights, else empty.
 template <class Scalar, std::size_t Rank>
 struct AttentionResult {
-  Tensor<Scalar, Rank> output;
-  Tensor<Scalar, Rank> weights;
+  Tensor<Scalar, Rank> output;   ///< [.., Lq, dv]
+  Tensor<Scalar, Rank> weights;  ///< [.., Lq, Lk] with need_weights, else empty
 };
 
 /// The validated entry point that modules use: writes softmax(score(q, k) + mask) · v into

@@ -8,8 +8,8 @@ namespace heed {
 
 /// Tiles the driver visited, by what the mask said of them (for tests and tuning).
 struct AttentionStats {
-  index_t open = 0;
-  index_t partial = 0;
+  index_t open = 0;     ///< visited with no mask applied
+  index_t partial = 0;  ///< visited, with the mask applied to the scores
   index_t blocked = 0;  ///< skipped: no scores, no exp, no GEMM
 };
 

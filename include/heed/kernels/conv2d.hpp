@@ -20,7 +20,7 @@ namespace heed {
 /// The options of heed::conv2d (torch.nn.functional.conv2d's stride and padding).
 struct Conv2dOptions {
   index_t padding = 0;  ///< zeros added on every side
-  index_t stride = 1;
+  index_t stride = 1;   ///< the step between output positions, in both directions
   int num_threads = 0;  ///< 0: heed::num_threads()
 };
 

@@ -87,13 +87,14 @@ template <class T>
 struct GemmOptions {
   bool accumulate = false;    ///< C += A·Wᵀ (ignored when there is an addend)
   const T* addend = nullptr;  ///< C = addend + A·Wᵀ: row-major [m, n] with leading dimension ld_addend (may be C)
-  index_t ld_addend = 0;
-  bool relu = false;
-  int threads = 0;  ///< as parallel_for takes it (0: heed::num_threads())
+  index_t ld_addend = 0;      ///< the leading dimension of addend
+  bool relu = false;          ///< max(0, ·) applied to the result
+  int threads = 0;            ///< as parallel_for takes it (0: heed::num_threads())
 };
 
 /// An epilogue that does nothing.
 struct NoEpilogue {
+  /// Does nothing to the tile.
   template <class T>
   void operator()(T*, index_t, index_t) const noexcept {}
 };

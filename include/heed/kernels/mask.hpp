@@ -93,20 +93,26 @@ template <class M>
 
 /// Every key visible.
 struct None {
+  /// Checks the mask against the scores' {B, H, Lq, Lk}; ShapeError when it does not fit (MaskPolicy).
   void check(const Shape<4>&) const noexcept {}
+  /// Whether tile t is open, blocked or partial under this mask (MaskPolicy; hot, unchecked).
   [[nodiscard]] Tile classify(const TileRef&) const noexcept { return Tile::open; }
+  /// Masks the partial tile t: `scores` is its row-major [ni, nj] block with leading dimension `ld`; hidden scores
+  /// become -inf, biases are added (MaskPolicy; hot, unchecked).
   template <class T>
   void apply(const TileRef&, T*, index_t) const noexcept {}
 };
 
 /// Query i sees key j iff j <= i + offset.
 struct Causal {
-  index_t offset = 0;
+  index_t offset = 0;  ///< query i sees keys up to i + offset (Lk - Lq: bottom-right, as in decoding)
 
+  /// @copydoc None::check
   void check(const Shape<4>&) const noexcept {}
   /// 24 × 128: less of the diagonal computed and then masked than with the full-attention tiles
   /// (docs/decisions.md has the sweep).
   [[nodiscard]] TileShape preferred_tiles() const noexcept { return {24, 128}; }
+  /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
     if (t.j0 > t.i0 + t.ni - 1 + offset) return Tile::blocked;  // the first key is after every row's last visible one
     if (t.j0 + t.nj - 1 <= t.i0 + offset) return Tile::open;    // the last key is visible even to the first row
@@ -114,6 +120,7 @@ struct Causal {
   }
   /// A blocked tile is past every row's last visible key, and so is every key after it.
   [[nodiscard]] index_t next_visible_key(const TileRef&) const noexcept { return no_visible_key; }
+  /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     for (index_t i = 0; i < t.ni; ++i) {
@@ -126,10 +133,11 @@ struct Causal {
 /// Query i sees keys j with i + offset - left <= j <= i + offset + right (Longformer's local
 /// attention; left = w, right = 0 is a causal window of w + 1 keys).
 struct SlidingWindow {
-  index_t left = 0;
-  index_t right = 0;
-  index_t offset = 0;
+  index_t left = 0;    ///< keys visible before the diagonal
+  index_t right = 0;   ///< keys visible after the diagonal
+  index_t offset = 0;  ///< the diagonal: query i is centred on key i + offset
 
+  /// @copydoc None::check
   void check(const Shape<4>&) const {
     if (left < 0 || right < 0)
       throw ShapeError("heed::mask::SlidingWindow: left and right must be >= 0, got left = " + std::to_string(left) +
@@ -141,6 +149,7 @@ struct SlidingWindow {
     const index_t width = (left + right + 1 + 31) / 32 * 32;
     return {48, std::clamp<index_t>(width, 32, 256)};
   }
+  /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
     const index_t i_first = t.i0 + offset, i_last = t.i0 + t.ni - 1 + offset;
     const index_t j_first = t.j0, j_last = t.j0 + t.nj - 1;
@@ -154,6 +163,7 @@ struct SlidingWindow {
     const index_t first = t.i0 + offset - left;
     return t.j0 + t.nj <= first ? first : no_visible_key;
   }
+  /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     for (index_t i = 0; i < t.ni; ++i) {
@@ -170,16 +180,19 @@ struct SlidingWindow {
 /// bool [B, Lk]: true marks a padding key, which no query attends to (torch's key_padding_mask).
 class KeyPadding {
  public:
+  /// Views (or, from a temporary Tensor, owns) a bool [B, Lk] mask, true = padding.
   template <TensorLike X>
   requires(std::is_same_v<scalar_of<X>, bool>&& rank_of<X> == 2) KeyPadding(X&& ignore)
       : ignore_(as_rank4(std::forward<X>(ignore))) {}  // NOLINT(google-explicit-constructor)
 
+  /// @copydoc None::check
   void check(const Shape<4>& dims) const {
     if (batch_ != dims[0] || keys_ != dims[3])
       throw ShapeError("heed::mask::KeyPadding: mask of shape [" + std::to_string(batch_) + ", " +
                        std::to_string(keys_) + "] does not match [B, Lk] = [" + std::to_string(dims[0]) + ", " +
                        std::to_string(dims[3]) + "] of the scores " + detail::scores_text(dims));
   }
+  /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
     const bool* row = ignore_.row(t.b, 0, 0);
     const index_t s = ignore_.column_stride();
@@ -187,6 +200,7 @@ class KeyPadding {
     for (index_t j = t.j0; j < t.j0 + t.nj; ++j) padded += row[j * s] ? 1 : 0;
     return padded == 0 ? Tile::open : padded == t.nj ? Tile::blocked : Tile::partial;
   }
+  /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     const bool* row = ignore_.row(t.b, 0, 0);
@@ -221,11 +235,14 @@ class KeyPadding {
 /// the seeds' `masked_fill(mask == 0, ...)`. Shapes [Lq, Lk] or rank 4, broadcasting over 1s.
 class Allowed {
  public:
+  /// Views (or, from a temporary Tensor, owns) a bool mask, true = may attend.
   template <TensorLike X>
   requires std::is_same_v < scalar_of<X>,
   bool > Allowed(X&& allowed) : allowed_(std::forward<X>(allowed), "Allowed") {}  // NOLINT(google-explicit-constructor)
 
+  /// @copydoc None::check
   void check(const Shape<4>& dims) const { allowed_.check(dims); }
+  /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
     const index_t s = allowed_.column_stride();
     index_t visible = 0;
@@ -235,6 +252,7 @@ class Allowed {
     }
     return visible == t.ni * t.nj ? Tile::open : visible == 0 ? Tile::blocked : Tile::partial;
   }
+  /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     const index_t s = allowed_.column_stride();
@@ -253,12 +271,16 @@ class Allowed {
 template <class Scalar = float>
 class Bias {
  public:
+  /// Views (or, from a temporary Tensor, owns) the bias, added to the scores.
   template <TensorLike X>
   requires std::is_same_v<scalar_of<X>, Scalar> Bias(X&& bias)
       : bias_(std::forward<X>(bias), "Bias") {}  // NOLINT(google-explicit-constructor)
 
+  /// @copydoc None::check
   void check(const Shape<4>& dims) const { bias_.check(dims); }
+  /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef&) const noexcept { return Tile::partial; }
+  /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     const index_t s = bias_.column_stride();
@@ -282,14 +304,17 @@ Bias(X&&) -> Bias<scalar_of<X>>;
 /// stays visible: combine it with mask::Causal for a decoder (offset as for Causal).
 struct ALiBi {
   std::vector<double> slopes;  ///< one per head, e.g. heed::alibi_slopes(H)
-  index_t offset = 0;
+  index_t offset = 0;          ///< as Causal's offset: Lk - Lq when decoding
 
+  /// @copydoc None::check
   void check(const Shape<4>& dims) const {
     if (static_cast<index_t>(slopes.size()) != dims[1])
       throw ShapeError("heed::mask::ALiBi: " + std::to_string(slopes.size()) + " slopes for " +
                        std::to_string(dims[1]) + " heads " + detail::scores_text(dims));
   }
+  /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef&) const noexcept { return Tile::partial; }
+  /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     const T slope = static_cast<T>(slopes[static_cast<std::size_t>(t.h)]);
@@ -305,17 +330,21 @@ struct ALiBi {
 template <class... Masks>
 class AllOf {
  public:
+  /// The intersection of `masks` (mask::all deduces the types).
   explicit AllOf(Masks... masks) : masks_(std::move(masks)...) {}
 
+  /// @copydoc None::check
   void check(const Shape<4>& dims) const {
     std::apply([&](const auto&... m) { (m.check(dims), ...); }, masks_);
   }
+  /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
     bool all_open = true;
     bool blocked = false;
     std::apply([&](const auto&... m) { ((blocked = blocked || classify_one(m, t, all_open)), ...); }, masks_);
     return blocked ? Tile::blocked : all_open ? Tile::open : Tile::partial;
   }
+  /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     std::apply([&](const auto&... m) { ((m.classify(t) == Tile::open ? void() : m.apply(t, scores, ld)), ...); },

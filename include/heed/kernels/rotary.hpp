@@ -33,6 +33,7 @@ enum class RotaryStyle { halves, interleaved };
 struct RotaryOptions {
   index_t dim = 0;        ///< rotated components per head (even); 0: the whole head
   double base = 10000.0;  ///< θ's base (Llama 2: 10000; Llama 3: 500000)
+  /// Which components are rotated together (halves: GPT-NeoX, Llama; interleaved: GPT-J).
   RotaryStyle style = RotaryStyle::halves;
   index_t max_positions = 2048;  ///< cos/sin precomputed for these positions
 };
@@ -41,7 +42,7 @@ struct RotaryOptions {
 template <class Scalar = float>
 class Rotary {
  public:
-  using Acc = accumulator_t<Scalar>;
+  using Acc = accumulator_t<Scalar>;  ///< the type cos and sin are computed and applied in
 
   Rotary() = default;
   /// ShapeError when dim is odd, negative or larger than head_dim, base is not > 0, or

@@ -47,8 +47,10 @@ concept ScorePolicy = requires(const P& p, const TensorView<const T, 4>& q, cons
 struct ScaledDot {
   std::optional<double> scale = std::nullopt;  ///< 1/sqrt(d) when not given
 
+  /// ShapeError unless q and k have the same head dim.
   void check(const Shape<4>& q, const Shape<4>& k) const { detail::check_same_depth(q, k, "ScaledDot"); }
 
+  /// The scorer for one call (used by the driver).
   template <class T>
   [[nodiscard]] detail::DotScorer<T> bind(const TensorView<const T, 4>& q, const TensorView<const T, 4>& k) const {
     const double d = static_cast<double>(q.size(3));
@@ -59,8 +61,10 @@ struct ScaledDot {
 /// qᵀk, unscaled: the scores grow with d and the softmax sharpens
 /// (examples/attention_comparison.cpp shows it).
 struct Dot {
+  /// ShapeError unless q and k have the same head dim.
   void check(const Shape<4>& q, const Shape<4>& k) const { detail::check_same_depth(q, k, "Dot"); }
 
+  /// The scorer for one call (used by the driver).
   template <class T>
   [[nodiscard]] detail::DotScorer<T> bind(const TensorView<const T, 4>& q, const TensorView<const T, 4>& k) const {
     return {q, k, accumulator_t<T>(1)};
@@ -73,12 +77,13 @@ struct Dot {
 /// the softmax and is not needed.
 template <class Scalar = float>
 struct Additive {
-  TensorView<const Scalar, 2> w_q;
-  TensorView<const Scalar, 2> w_k;
-  TensorView<const Scalar, 1> v;
-  TensorView<const Scalar, 1> b_q{};
-  TensorView<const Scalar, 1> b_k{};
+  TensorView<const Scalar, 2> w_q;    ///< W_q [hidden, dq]
+  TensorView<const Scalar, 2> w_k;    ///< W_k [hidden, dk]
+  TensorView<const Scalar, 1> v;      ///< v [hidden]
+  TensorView<const Scalar, 1> b_q{};  ///< b_q [hidden], or empty
+  TensorView<const Scalar, 1> b_k{};  ///< b_k [hidden], or empty
 
+  /// ShapeError naming every shape when W_q, W_k, v, the biases and the depths of q and k disagree.
   void check(const Shape<4>& q, const Shape<4>& k) const {
     const index_t hidden = v.size(0);
     auto fail = [&](const std::string& what) {
@@ -95,6 +100,7 @@ struct Additive {
     if (!b_k.empty() && b_k.size(0) != hidden) fail("b_k has " + std::to_string(b_k.size(0)) + " entries");
   }
 
+  /// The scorer for one call (used by the driver).
   template <class T>
   [[nodiscard]] detail::AdditiveScorer<accumulator_t<T>> bind(const TensorView<const T, 4>& q,
                                                               const TensorView<const T, 4>& k) const {

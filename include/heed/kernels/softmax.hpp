@@ -22,7 +22,7 @@ namespace heed {
 
 /// The options of softmax and masked_softmax.
 struct SoftmaxOptions {
-  MaskedRows masked_rows = MaskedRows::zero;
+  MaskedRows masked_rows = MaskedRows::zero;  ///< what a row with every element -inf becomes
 };
 
 /// Softmax over the last dimension of any tensor, as torch.softmax(x, dim=-1) (16-bit tensors

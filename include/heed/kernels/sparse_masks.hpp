@@ -49,6 +49,7 @@ namespace heed::mask {
 /// either fully computed or skipped.
 class BlockSparse {
  public:
+  /// A layout bool [nbq, nbk], [H, nbq, nbk] or [B, H, nbq, nbk] of `block`-square blocks; ShapeError for block < 1.
   template <TensorLike X>
   requires std::is_same_v < scalar_of<X>,
   bool > BlockSparse(X&& layout, index_t block) : layout_(as_rank4(std::forward<X>(layout))), block_(block) {
@@ -62,6 +63,7 @@ class BlockSparse {
   /// Positions per block, in both the query and the key dimension.
   [[nodiscard]] index_t block() const noexcept { return block_; }
 
+  /// @copydoc None::check
   void check(const Shape<4>& dims) const {
     const auto fail = [&](const std::string& what) {
       throw ShapeError("heed::mask::BlockSparse: " + what + " (layout " + layout_.original_shape() + ", block " +
@@ -80,6 +82,7 @@ class BlockSparse {
   [[nodiscard]] TileShape preferred_tiles() const noexcept {
     return {detail::tile_fitting(block_, 128), detail::tile_fitting(block_, 256)};
   }
+  /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
     const index_t bi0 = block_of(t.i0), bi1 = block_of(t.i0 + t.ni - 1);
     const index_t bj0 = block_of(t.j0), bj1 = block_of(t.j0 + t.nj - 1);
@@ -106,6 +109,7 @@ class BlockSparse {
     }
     return next == layout_.shape()[3] ? no_visible_key : next * block_;
   }
+  /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     const index_t s = layout_.column_stride();
@@ -154,6 +158,7 @@ class BlockSparse {
 /// constant time).
 class GlobalTokens {
  public:
+  /// Copies the flags, bool [L] (every batch row) or [B, L].
   template <TensorLike X>
   requires std::is_same_v < scalar_of<X>,
   bool > &&(rank_of<X> == 1 || rank_of<X> == 2) GlobalTokens(const X& tokens) {  // NOLINT(google-explicit-constructor)
@@ -190,11 +195,13 @@ class GlobalTokens {
     data_ = std::move(d);
   }
 
+  /// @copydoc None::check
   void check(const Shape<4>& dims) const {
     if (dims[2] != data_->length || dims[3] != data_->length || (data_->batch != 1 && data_->batch != dims[0]))
       throw ShapeError("heed::mask::GlobalTokens: tokens of shape " + data_->shape + " do not fit the scores " +
                        detail::scores_text(dims) + " (they need Lq = Lk = L, and B or 1 rows)");
   }
+  /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
     const index_t queries = count(t.b, t.i0, t.ni), keys = count(t.b, t.j0, t.nj);
     if (queries == t.ni || keys == t.nj) return Tile::open;
@@ -206,6 +213,7 @@ class GlobalTokens {
     const index_t j = next[std::min(t.j0 + t.nj, data_->length)];
     return j == data_->length ? no_visible_key : j;
   }
+  /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     const index_t b = data_->batch == 1 ? 0 : t.b;
@@ -258,15 +266,21 @@ class AnyOf {
                 "mask::any combines masks that hide keys; add a Bias or ALiBi with mask::all(mask::any(...), bias)");
 
  public:
+  /// The union of `masks` (mask::any deduces the types).
   explicit AnyOf(Masks... masks) : masks_(std::move(masks)...) {}
 
+  /// @copydoc None::check
   void check(const Shape<4>& dims) const { detail::union_check(*this, dims); }
+  /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept { return detail::union_classify(*this, t); }
+  /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     detail::union_apply(*this, t, scores, ld);
   }
+  /// The narrowest tile any part prefers.
   [[nodiscard]] TileShape preferred_tiles() const noexcept { return detail::union_preferred_tiles(*this); }
+  /// The nearest key any part makes visible after tile t (see mask::next_visible_key).
   [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
     return detail::union_next_visible_key(*this, t);
   }
@@ -293,21 +307,26 @@ template <class... Masks>
 /// which is what the modules take (nn::MultiheadAttentionCall::sparse, nn::EncoderCall::sparse).
 /// At least one part must be given.
 struct Sparse {
-  std::optional<SlidingWindow> window{};
-  std::optional<GlobalTokens> global{};
-  std::optional<BlockSparse> blocks{};
+  std::optional<SlidingWindow> window{};  ///< a local window, or none
+  std::optional<GlobalTokens> global{};   ///< global tokens, or none
+  std::optional<BlockSparse> blocks{};    ///< a block layout, or none
 
+  /// @copydoc None::check
   void check(const Shape<4>& dims) const {
     if (!window && !global && !blocks)
       throw ShapeError("heed::mask::Sparse: no part given (set window, global or blocks)");
     detail::union_check(*this, dims);
   }
+  /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept { return detail::union_classify(*this, t); }
+  /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     detail::union_apply(*this, t, scores, ld);
   }
+  /// The narrowest tile any part prefers.
   [[nodiscard]] TileShape preferred_tiles() const noexcept { return detail::union_preferred_tiles(*this); }
+  /// The nearest key any part makes visible after tile t (see mask::next_visible_key).
   [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
     return detail::union_next_visible_key(*this, t);
   }

@@ -9,15 +9,20 @@ namespace heed {
 /// columns [j0, j0 + nj). The driver hands it to score and mask policies alike; with grouped
 /// heads, h is the query head (the policy maps it to its key/value head).
 struct TileRef {
-  index_t b, h, i0, ni, j0, nj;
+  index_t b;   ///< batch index
+  index_t h;   ///< query head
+  index_t i0;  ///< first query row
+  index_t ni;  ///< number of query rows
+  index_t j0;  ///< first key column
+  index_t nj;  ///< number of key columns
 };
 
 /// The tile a mask would rather be computed in (0: no preference), which the driver uses unless
 /// the caller sets AttentionOptions::block_q / block_k: a causal mask wants tiles small enough
 /// that little of the diagonal is computed and then masked.
 struct TileShape {
-  index_t block_q = 0;
-  index_t block_k = 0;
+  index_t block_q = 0;  ///< query rows per tile (0: no preference)
+  index_t block_k = 0;  ///< key columns per tile (0: no preference)
 };
 
 }  // namespace heed

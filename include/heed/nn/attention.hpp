@@ -48,7 +48,7 @@ struct AttentionCall {
   bool causal = true;                            ///< without a cache; with one, always causal
   TensorView<const bool, 2> key_padding_mask{};  ///< [B, keys attended], true = ignore (left padding)
   KVCache<Scalar>* cache = nullptr;              ///< append the new keys/values and attend over all cached
-  MaskedRows masked_rows = MaskedRows::zero;
+  MaskedRows masked_rows = MaskedRows::zero;     ///< MaskedRows::nan: PyTorch 1.13's fully masked rows
 };
 
 /// Decoder self-attention with grouped heads, rotary positions and a KV cache; see the top of

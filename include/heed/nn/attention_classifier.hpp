@@ -29,14 +29,14 @@ namespace heed::nn {
 
 /// The constructor options of AttentionClassifier, with the seed's names.
 struct AttentionClassifierOptions {
-  index_t vocab_size = 0;
-  index_t embed_dim = 0;
-  index_t hidden_dim = 0;
-  index_t num_classes = 0;
-  index_t n_heads = 4;
-  index_t num_layers = 2;
-  index_t max_len = 5000;
-  std::uint64_t seed = 0;
+  index_t vocab_size = 0;   ///< tokens in the vocabulary
+  index_t embed_dim = 0;    ///< the model width E
+  index_t hidden_dim = 0;   ///< the classifier head's hidden layer
+  index_t num_classes = 0;  ///< output classes
+  index_t n_heads = 4;      ///< attention heads per encoder layer
+  index_t num_layers = 2;   ///< encoder layers
+  index_t max_len = 5000;   ///< positions the positional encoding covers
+  std::uint64_t seed = 0;   ///< for the PyTorch-style initialization used until load()
 };
 
 /// What AttentionClassifier returns.
@@ -50,6 +50,8 @@ struct ClassifierResult {
 template <class Scalar = float>
 class AttentionClassifier {
  public:
+  /// The model for `o`, initialized as PyTorch initializes it (from heed's seeded generator, not PyTorch's stream)
+  /// until load().
   explicit AttentionClassifier(const AttentionClassifierOptions& o)
       : options_(o),
         embedding_({.num_embeddings = o.vocab_size, .embedding_dim = o.embed_dim, .padding_idx = 0, .seed = o.seed}),
@@ -66,6 +68,7 @@ class AttentionClassifier {
     if (o.num_classes < 1) throw ShapeError("heed::nn::AttentionClassifier: num_classes must be >= 1");
   }
 
+  /// The options it was built with.
   [[nodiscard]] const AttentionClassifierOptions& options() const noexcept { return options_; }
 
   /// The model described by a file's metadata, with every parameter loaded (strictly: a tensor
@@ -73,6 +76,7 @@ class AttentionClassifier {
   [[nodiscard]] static AttentionClassifier from_file(const std::filesystem::path& path) {
     return from_safetensors(io::SafeTensors::open(path));
   }
+  /// As from_file, from an opened file.
   [[nodiscard]] static AttentionClassifier from_safetensors(const io::SafeTensors& file) {
     AttentionClassifierOptions o;
     ModuleConfig::from_metadata(file, "AttentionClassifier")
@@ -89,6 +93,8 @@ class AttentionClassifier {
     return model;
   }
 
+  /// Loads the parameters through `from`, under PyTorch's state_dict names; FormatError or ShapeError names a missing
+  /// or misshapen one.
   template <WeightSource S>
   void load(const Loader<S>& from) {
     embedding_.load(from.child("embedding."));
@@ -98,6 +104,8 @@ class AttentionClassifier {
     hidden_.load(from.child("classifier.0."));
     out_.load(from.child("classifier.3."));
   }
+  /// Loads the parameters from a weight source (io::SafeTensors, TensorDict) under `prefix`, with PyTorch's state_dict
+  /// names; with `load_options.strict`, a name under the prefix that nothing loaded is a FormatError.
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
     load_module(*this, source, prefix, load_options);

@@ -21,8 +21,8 @@ namespace heed::nn {
 
 /// The constructor options of AttentionPooling.
 struct AttentionPoolingOptions {
-  index_t embed_dim = 0;
-  std::uint64_t seed = 0;
+  index_t embed_dim = 0;   ///< the width of the pooled vectors
+  std::uint64_t seed = 0;  ///< for the PyTorch-style initialization used until load()
 };
 
 /// What AttentionPooling returns.
@@ -36,9 +36,12 @@ struct AttentionPoolingResult {
 template <class Scalar = float>
 class AttentionPooling {
  public:
+  /// The module for `o`, initialized as PyTorch initializes it (from heed's seeded generator) until load().
   explicit AttentionPooling(const AttentionPoolingOptions& o)
       : options_(o), score_({.in_features = o.embed_dim, .out_features = 1, .seed = o.seed}) {}
 
+  /// Loads the parameters through `from`, under PyTorch's state_dict names; FormatError or ShapeError names a missing
+  /// or misshapen one.
   template <WeightSource S>
   void load(const Loader<S>& from) {
     score_.load(from.child("0."));

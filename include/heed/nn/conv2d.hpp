@@ -15,19 +15,20 @@ namespace heed::nn {
 
 /// The constructor options of nn::Conv2d, with torch.nn.Conv2d's names.
 struct Conv2dOptions {
-  index_t in_channels = 0;
-  index_t out_channels = 0;
-  index_t kernel_size = 3;
-  index_t stride = 1;
-  index_t padding = 0;
-  bool bias = true;
-  std::uint64_t seed = 0;
+  index_t in_channels = 0;   ///< input channels
+  index_t out_channels = 0;  ///< output channels
+  index_t kernel_size = 3;   ///< a square kernel of this side
+  index_t stride = 1;        ///< the step between output positions
+  index_t padding = 0;       ///< zeros added on every side
+  bool bias = true;          ///< whether a bias is added
+  std::uint64_t seed = 0;    ///< for the PyTorch-style initialization used until load()
 };
 
 /// torch.nn.Conv2d: see the top of this file.
 template <class Scalar = float>
 class Conv2d {
  public:
+  /// The module for `o`, initialized as PyTorch initializes it (from heed's seeded generator) until load().
   explicit Conv2d(const Conv2dOptions& o)
       : options_(checked(o)),
         weight_(torch_default_init<Scalar, 4>({o.out_channels, o.in_channels, o.kernel_size, o.kernel_size},
@@ -36,16 +37,23 @@ class Conv2d {
                                                      o.seed + 1)
                      : Tensor<Scalar, 1>()) {}
 
+  /// The options it was built with.
   [[nodiscard]] const Conv2dOptions& options() const noexcept { return options_; }
+  /// The weight [out_channels, in_channels, kernel_size, kernel_size].
   [[nodiscard]] const Tensor<Scalar, 4>& weight() const noexcept { return weight_; }
+  /// The bias [out_channels], empty without one.
   [[nodiscard]] const Tensor<Scalar, 1>& bias() const noexcept { return bias_; }
 
+  /// Loads the parameters through `from`, under PyTorch's state_dict names; FormatError or ShapeError names a missing
+  /// or misshapen one.
   template <WeightSource S>
   void load(const Loader<S>& from) {
     const index_t k = options_.kernel_size;
     weight_ = from.template take<Scalar, 4>("weight", {options_.out_channels, options_.in_channels, k, k});
     if (options_.bias) bias_ = from.template take<Scalar, 1>("bias", {options_.out_channels});
   }
+  /// Loads the parameters from a weight source (io::SafeTensors, TensorDict) under `prefix`, with PyTorch's state_dict
+  /// names; with `load_options.strict`, a name under the prefix that nothing loaded is a FormatError.
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
     load_module(*this, source, prefix, load_options);

@@ -20,7 +20,7 @@ struct DecoderCall {
   bool tgt_is_causal = false;                           ///< target position i attends to j <= i only
   TensorView<const Scalar, 3> tgt_bias{};               ///< a float tgt_mask
   TensorView<const Scalar, 3> memory_bias{};            ///< a float memory_mask
-  MaskedRows masked_rows = MaskedRows::zero;
+  MaskedRows masked_rows = MaskedRows::zero;            ///< MaskedRows::nan: PyTorch 1.13's fully masked rows
   /// From make_cache: each call appends its target positions to the self-attention caches and
   /// attends causally over everything cached (tgt_mask and tgt_bias then do not apply); the
   /// memory is projected on the first call and reused after.

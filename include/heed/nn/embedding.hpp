@@ -16,10 +16,10 @@ namespace heed::nn {
 
 /// The constructor options of Embedding, with torch.nn.Embedding's names.
 struct EmbeddingOptions {
-  index_t num_embeddings = 0;
-  index_t embedding_dim = 0;
+  index_t num_embeddings = 0;                         ///< rows of the table (the vocabulary)
+  index_t embedding_dim = 0;                          ///< the width of each row
   std::optional<index_t> padding_idx = std::nullopt;  ///< its row starts at zero
-  std::uint64_t seed = 0;
+  std::uint64_t seed = 0;                             ///< for the N(0, 1) initialization used until load()
 };
 
 /// torch.nn.Embedding: see the top of this file.
@@ -27,6 +27,7 @@ template <class Scalar = float>
 class Embedding {
  public:
   Embedding() = default;
+  /// The table for `o`, N(0, 1) as PyTorch initializes it (from heed's seeded generator) until load().
   explicit Embedding(const EmbeddingOptions& o) : options_(o) {
     if (o.num_embeddings < 1 || o.embedding_dim < 1)
       throw ShapeError("heed::nn::Embedding: num_embeddings and embedding_dim must be >= 1, got " +
@@ -35,8 +36,11 @@ class Embedding {
     if (o.padding_idx) std::fill_n(&weight_(*o.padding_idx, 0), o.embedding_dim, Scalar(0));
   }
 
+  /// The options it was built with.
   [[nodiscard]] const EmbeddingOptions& options() const noexcept { return options_; }
 
+  /// Loads the parameters through `from`, under PyTorch's state_dict names; FormatError or ShapeError names a missing
+  /// or misshapen one.
   template <WeightSource S>
   void load(const Loader<S>& from) {
     weight_ = from.template take<Scalar, 2>("weight", {options_.num_embeddings, options_.embedding_dim});

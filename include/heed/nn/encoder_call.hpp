@@ -15,7 +15,7 @@ namespace heed::nn {
 struct EncoderCall {
   TensorView<const bool, 2> src_key_padding_mask{};  ///< [B, L], true = padding
   bool is_causal = false;                            ///< position i attends to j <= i only
-  MaskedRows masked_rows = MaskedRows::zero;
+  MaskedRows masked_rows = MaskedRows::zero;         ///< MaskedRows::nan: PyTorch 1.13's fully masked rows
   /// Longformer's or BigBird's pattern over [L, L] (mask::Sparse: a window, global tokens, a
   /// block layout); combines with the padding and is_causal. Blocked tiles cost nothing.
   std::optional<mask::Sparse> sparse{};

@@ -34,8 +34,8 @@ namespace heed::nn {
 
 /// What a module's make_cache needs: the batch size and the most positions a row will hold.
 struct KVCacheOptions {
-  index_t batch = 1;
-  index_t max_len = 0;
+  index_t batch = 1;    ///< batch rows
+  index_t max_len = 0;  ///< the most positions a row will hold
 };
 
 /// Preallocated keys and values with a length per batch row; see the top of this file.
@@ -57,8 +57,11 @@ class KVCache {
 
   /// Batch rows, key/value heads, positions per row at most, and the head dim: the storage's shape.
   [[nodiscard]] index_t batch() const noexcept { return keys_.size(0); }
+  /// Key/value heads.
   [[nodiscard]] index_t kv_heads() const noexcept { return keys_.size(1); }
+  /// Positions a row can hold.
   [[nodiscard]] index_t capacity() const noexcept { return keys_.size(2); }
+  /// Components per head.
   [[nodiscard]] index_t head_dim() const noexcept { return keys_.size(3); }
   /// Positions cached for batch row b (unchecked).
   [[nodiscard]] index_t length(index_t b) const noexcept { return lengths_[static_cast<std::size_t>(b)]; }
@@ -98,12 +101,14 @@ class KVCache {
     lengths_[static_cast<std::size_t>(b)] = length;
   }
 
+  /// What append() returns.
+  struct Appended {
+    TensorView<const Scalar, 4> keys;    ///< the cache's keys, as keys() returns them
+    TensorView<const Scalar, 4> values;  ///< the cache's values, as values() returns them
+  };
   /// Appends k and v [B, Hkv, L, head_dim] after each row's positions and returns keys() and
   /// values() with them. ShapeError, with the cache unchanged, when the shapes differ from the
   /// cache's or a row would exceed the capacity.
-  struct Appended {
-    TensorView<const Scalar, 4> keys, values;
-  };
   Appended append(const TensorView<const Scalar, 4>& k, const TensorView<const Scalar, 4>& v) {
     const index_t L = k.size(2);
     const Shape<4> expected{batch(), kv_heads(), L, head_dim()};
@@ -147,12 +152,14 @@ class KVCache {
 /// memory (MultiheadAttention::attend, DecoderCache).
 template <class Scalar = float>
 struct ProjectedKV {
-  Tensor<Scalar, 3> keys, values;
+  Tensor<Scalar, 3> keys;    ///< the projected keys, [B, S, E]
+  Tensor<Scalar, 3> values;  ///< the projected values, [B, S, E]
 };
 
 /// What a Transformer decoder keeps between generation steps, per layer: the self-attention's
 /// KVCache and the cross-attention's projected memory (made on the first call after
-/// construction or reset(), then reused). Made by TransformerDecoder(Layer)::make_cache.
+/// construction or reset(), then reused). Made by TransformerDecoder::make_cache and
+/// TransformerDecoderLayer::make_cache.
 template <class Scalar = float>
 class DecoderCache {
  public:
@@ -164,9 +171,11 @@ class DecoderCache {
     memory_.resize(static_cast<std::size_t>(layers));
   }
 
+  /// Decoder layers.
   [[nodiscard]] index_t layers() const noexcept { return static_cast<index_t>(self_.size()); }
   /// Layer i's self-attention cache (unchecked i).
   [[nodiscard]] KVCache<Scalar>& self_attention(index_t i) noexcept { return self_[static_cast<std::size_t>(i)]; }
+  /// Layer i's self-attention cache, read-only (unchecked i).
   [[nodiscard]] const KVCache<Scalar>& self_attention(index_t i) const noexcept {
     return self_[static_cast<std::size_t>(i)];
   }
@@ -174,11 +183,13 @@ class DecoderCache {
   [[nodiscard]] std::optional<ProjectedKV<Scalar>>& memory(index_t i) noexcept {
     return memory_[static_cast<std::size_t>(i)];
   }
+  /// Layer i's projected memory, read-only (unchecked i).
   [[nodiscard]] const std::optional<ProjectedKV<Scalar>>& memory(index_t i) const noexcept {
     return memory_[static_cast<std::size_t>(i)];
   }
   /// Positions cached for batch row b (every layer holds as many).
   [[nodiscard]] index_t length(index_t b) const noexcept { return self_.empty() ? 0 : self_.front().length(b); }
+  /// The most positions any batch row holds.
   [[nodiscard]] index_t max_length() const noexcept { return self_.empty() ? 0 : self_.front().max_length(); }
 
   /// Forgets every position and the projected memory (a new sequence with a new memory).

@@ -19,9 +19,9 @@ namespace heed::nn {
 
 /// The constructor options of LayerNorm, with torch.nn.LayerNorm's names (one normalized dimension).
 struct LayerNormOptions {
-  index_t normalized_shape = 0;  ///< the last dimension
-  double eps = 1e-5;
-  bool elementwise_affine = true;
+  index_t normalized_shape = 0;    ///< the last dimension
+  double eps = 1e-5;               ///< added to the variance
+  bool elementwise_affine = true;  ///< whether a weight and a bias are applied (ones and zeros until load())
 };
 
 /// torch.nn.LayerNorm over the last dimension: see the top of this file.
@@ -29,20 +29,26 @@ template <class Scalar = float>
 class LayerNorm {
  public:
   LayerNorm() = default;
+  /// The module for `o`: weight ones, bias zeros, as PyTorch initializes them.
   explicit LayerNorm(const LayerNormOptions& o)
       : options_(o), weight_(Shape<1>{o.normalized_shape}, Scalar(1)), bias_(Shape<1>{o.normalized_shape}) {
     if (o.normalized_shape < 1)
       throw ShapeError("heed::nn::LayerNorm: normalized_shape must be >= 1, got " + std::to_string(o.normalized_shape));
   }
 
+  /// The options it was built with.
   [[nodiscard]] const LayerNormOptions& options() const noexcept { return options_; }
 
+  /// Loads the parameters through `from`, under PyTorch's state_dict names; FormatError or ShapeError names a missing
+  /// or misshapen one.
   template <WeightSource S>
   void load(const Loader<S>& from) {
     if (!options_.elementwise_affine) return;
     weight_ = from.template take<Scalar, 1>("weight", {options_.normalized_shape});
     bias_ = from.template take<Scalar, 1>("bias", {options_.normalized_shape});
   }
+  /// Loads the parameters from a weight source (io::SafeTensors, TensorDict) under `prefix`, with PyTorch's state_dict
+  /// names; with `load_options.strict`, a name under the prefix that nothing loaded is a FormatError.
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
     load_module(*this, source, prefix, load_options);
@@ -75,6 +81,7 @@ class LayerNorm {
     }
   }
 
+  /// x [..., normalized_shape] normalized over its last dimension; ShapeError for another last dimension.
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, rank_of<X>> operator()(const X& x) const {
     constexpr std::size_t R = rank_of<X>;

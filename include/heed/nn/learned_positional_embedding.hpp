@@ -14,15 +14,16 @@ namespace heed::nn {
 
 /// The constructor options of LearnedPositionalEmbedding.
 struct LearnedPositionalEmbeddingOptions {
-  index_t max_len = 0;
-  index_t d_model = 0;
-  std::uint64_t seed = 0;
+  index_t max_len = 0;     ///< positions in the table
+  index_t d_model = 0;     ///< the width of each position's vector
+  std::uint64_t seed = 0;  ///< for the N(0, 1) initialization used until load()
 };
 
 /// Adds a trained table of position vectors: see the top of this file.
 template <class Scalar = float>
 class LearnedPositionalEmbedding {
  public:
+  /// The table for `o`, N(0, 1) (from heed's seeded generator) until load().
   explicit LearnedPositionalEmbedding(const LearnedPositionalEmbeddingOptions& o) : options_(o) {
     if (o.max_len < 1 || o.d_model < 1)
       throw ShapeError("heed::nn::LearnedPositionalEmbedding: max_len and d_model must be >= 1, got " +
@@ -30,10 +31,14 @@ class LearnedPositionalEmbedding {
     weight_ = randn<Scalar, 2>(Shape<2>{o.max_len, o.d_model}, o.seed);
   }
 
+  /// Loads the parameters through `from`, under PyTorch's state_dict names; FormatError or ShapeError names a missing
+  /// or misshapen one.
   template <WeightSource S>
   void load(const Loader<S>& from) {
     weight_ = from.template take<Scalar, 2>("weight", {options_.max_len, options_.d_model});
   }
+  /// Loads the parameters from a weight source (io::SafeTensors, TensorDict) under `prefix`, with PyTorch's state_dict
+  /// names; with `load_options.strict`, a name under the prefix that nothing loaded is a FormatError.
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
     load_module(*this, source, prefix, load_options);

@@ -16,10 +16,10 @@ namespace heed::nn {
 
 /// The constructor options of Linear, with torch.nn.Linear's names.
 struct LinearOptions {
-  index_t in_features = 0;
-  index_t out_features = 0;
-  bool bias = true;
-  std::uint64_t seed = 0;
+  index_t in_features = 0;   ///< the input's last dimension
+  index_t out_features = 0;  ///< the output's last dimension
+  bool bias = true;          ///< whether a bias is added
+  std::uint64_t seed = 0;    ///< for the PyTorch-style initialization used until load()
 };
 
 /// torch.nn.Linear: see the top of this file.
@@ -27,6 +27,7 @@ template <class Scalar = float>
 class Linear {
  public:
   Linear() = default;
+  /// The module for `o`, initialized as PyTorch initializes it (from heed's seeded generator) until load().
   explicit Linear(const LinearOptions& o)
       : options_(checked(o)),
         weight_(torch_default_init<Scalar, 2>({o.out_features, o.in_features}, o.in_features, o.seed)),
@@ -35,16 +36,23 @@ class Linear {
     repack();
   }
 
+  /// The options it was built with.
   [[nodiscard]] const LinearOptions& options() const noexcept { return options_; }
+  /// The weight [out_features, in_features].
   [[nodiscard]] const Tensor<Scalar, 2>& weight() const noexcept { return weight_; }
+  /// The bias [out_features], empty without one.
   [[nodiscard]] const Tensor<Scalar, 1>& bias() const noexcept { return bias_; }
 
+  /// Loads the parameters through `from`, under PyTorch's state_dict names; FormatError or ShapeError names a missing
+  /// or misshapen one.
   template <WeightSource S>
   void load(const Loader<S>& from) {
     weight_ = from.template take<Scalar, 2>("weight", {options_.out_features, options_.in_features});
     if (options_.bias) bias_ = from.template take<Scalar, 1>("bias", {options_.out_features});
     repack();
   }
+  /// Loads the parameters from a weight source (io::SafeTensors, TensorDict) under `prefix`, with PyTorch's state_dict
+  /// names; with `load_options.strict`, a name under the prefix that nothing loaded is a FormatError.
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
     load_module(*this, source, prefix, load_options);
@@ -77,6 +85,7 @@ class Linear {
     gemm(x, out, skip, std::nullopt, threads);
   }
 
+  /// x [..., in_features] → [..., out_features]; ShapeError for another last dimension.
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, rank_of<X>> operator()(const X& x) const {
     constexpr std::size_t R = rank_of<X>;

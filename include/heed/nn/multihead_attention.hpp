@@ -39,14 +39,14 @@ namespace heed::nn {
 
 /// The constructor options of MultiheadAttention, with torch.nn.MultiheadAttention's names.
 struct MultiheadAttentionOptions {
-  index_t embed_dim = 0;
-  index_t num_heads = 1;
-  bool bias = true;
-  bool add_bias_kv = false;
-  bool add_zero_attn = false;
-  index_t kdim = 0;        ///< 0: embed_dim
-  index_t vdim = 0;        ///< 0: embed_dim
-  std::uint64_t seed = 0;  ///< for the PyTorch-style initialization used until load()
+  index_t embed_dim = 0;       ///< the model width E
+  index_t num_heads = 1;       ///< heads H (E must be a multiple of H)
+  bool bias = true;            ///< biases in the input and output projections
+  bool add_bias_kv = false;    ///< a learned bias key and value appended to the keys and values
+  bool add_zero_attn = false;  ///< a zero key and value appended after the projections
+  index_t kdim = 0;            ///< 0: embed_dim
+  index_t vdim = 0;            ///< 0: embed_dim
+  std::uint64_t seed = 0;      ///< for the PyTorch-style initialization used until load()
 };
 
 /// The per-call options of MultiheadAttention, with PyTorch's names and conventions.
@@ -57,9 +57,9 @@ struct MultiheadAttentionCall {
   TensorView<const Scalar, 3> attn_bias{};       ///< a float attn_mask: [1 or B·H, Lq, Lk], added
   bool need_weights = true;                      ///< PyTorch's default
   bool average_attn_weights = true;              ///< weights [B, 1, Lq, Lk] averaged over heads
-  bool is_causal = false;
-  MaskedRows masked_rows = MaskedRows::zero;  ///< MaskedRows::nan: PyTorch 1.13's fully masked rows
-  KVCache<Scalar>* cache = nullptr;           ///< append the new keys/values and attend over all cached
+  bool is_causal = false;                        ///< a causal mask (with no attn_mask given)
+  MaskedRows masked_rows = MaskedRows::zero;     ///< MaskedRows::nan: PyTorch 1.13's fully masked rows
+  KVCache<Scalar>* cache = nullptr;              ///< append the new keys/values and attend over all cached
   /// A sparse pattern over [Lq, Lk] (mask::Sparse: a window, global tokens, a block layout),
   /// heed's form of a dense attn_mask for long sequences; combines with the other masks. Not
   /// with a cache, add_bias_kv or add_zero_attn.
@@ -90,6 +90,7 @@ class MultiheadAttention {
                 .seed = o.seed},
                "heed::nn::MultiheadAttention") {}
 
+  /// The options it was built with.
   [[nodiscard]] const MultiheadAttentionOptions& options() const noexcept { return options_; }
   /// The key width (kdim, or embed_dim when 0).
   [[nodiscard]] index_t kdim() const noexcept { return block_.options().kdim; }

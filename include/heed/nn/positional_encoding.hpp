@@ -17,14 +17,15 @@ namespace heed::nn {
 
 /// The constructor options of PositionalEncoding.
 struct PositionalEncodingOptions {
-  index_t d_model = 0;
-  index_t max_len = 5000;
+  index_t d_model = 0;     ///< the model width
+  index_t max_len = 5000;  ///< positions precomputed
 };
 
 /// The sinusoidal positional encoding: see the top of this file.
 template <class Scalar = float>
 class PositionalEncoding {
  public:
+  /// The table for `o`, as the seed computes it; ShapeError unless d_model and max_len are >= 1.
   explicit PositionalEncoding(const PositionalEncodingOptions& o) : options_(o), pe_({1, o.max_len, o.d_model}) {
     if (o.d_model < 1 || o.max_len < 1)
       throw ShapeError("heed::nn::PositionalEncoding: d_model and max_len must be >= 1, got " +
@@ -39,6 +40,7 @@ class PositionalEncoding {
       }
   }
 
+  /// The table [1, max_len, d_model].
   [[nodiscard]] const Tensor<Scalar, 3>& pe() const noexcept { return pe_; }
 
   /// Takes the registered buffer `pe` when the source has it (it is in the seed's state_dict).
@@ -59,6 +61,7 @@ class PositionalEncoding {
     for (index_t b = 0; b < x.size(0); ++b) simd::add(pe_.data(), &x(b, 0, 0), L * d);
   }
 
+  /// x [B, L, d_model] plus the table's first L positions; ShapeError for another width or L > max_len.
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, 3> operator()(const X& x) const {
     Tensor<Scalar, 3> out(as_view(x));

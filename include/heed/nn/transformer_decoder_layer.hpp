@@ -27,13 +27,13 @@ namespace heed::nn {
 
 /// The constructor options of TransformerDecoderLayer, with torch's names.
 struct TransformerDecoderLayerOptions {
-  index_t d_model = 0;
-  index_t nhead = 1;
-  index_t dim_feedforward = 2048;
-  Activation activation = Activation::relu;
-  double layer_norm_eps = 1e-5;
-  bool norm_first = false;
-  std::uint64_t seed = 0;  ///< for the PyTorch-style initialization used until load()
+  index_t d_model = 0;                       ///< the model width
+  index_t nhead = 1;                         ///< heads
+  index_t dim_feedforward = 2048;            ///< the feed-forward hidden size
+  Activation activation = Activation::relu;  ///< the feed-forward activation
+  double layer_norm_eps = 1e-5;              ///< the LayerNorms' eps
+  bool norm_first = false;                   ///< LayerNorm before each block (pre-norm) instead of after (post-norm)
+  std::uint64_t seed = 0;                    ///< for the PyTorch-style initialization used until load()
 };
 
 /// torch.nn.TransformerDecoderLayer(batch_first=True): see the top of this file.

@@ -20,15 +20,15 @@ namespace heed::nn {
 /// The constructor options of TransformerEncoder: the layer's options, the number of layers,
 /// and whether a final LayerNorm follows them (torch's `norm=nn.LayerNorm(d_model)`).
 struct TransformerEncoderOptions {
-  index_t d_model = 0;
-  index_t nhead = 1;
-  index_t dim_feedforward = 2048;
-  index_t num_layers = 1;
-  Activation activation = Activation::relu;
-  double layer_norm_eps = 1e-5;
-  bool norm_first = false;
-  bool final_norm = false;
-  std::uint64_t seed = 0;  ///< layer i is initialized from seed + 100·i until load()
+  index_t d_model = 0;                       ///< the model width
+  index_t nhead = 1;                         ///< heads
+  index_t dim_feedforward = 2048;            ///< the feed-forward hidden size
+  index_t num_layers = 1;                    ///< encoder layers
+  Activation activation = Activation::relu;  ///< the feed-forward activation
+  double layer_norm_eps = 1e-5;              ///< the LayerNorms' eps
+  bool norm_first = false;                   ///< LayerNorm before each block (pre-norm) instead of after (post-norm)
+  bool final_norm = false;                   ///< a LayerNorm after the last layer
+  std::uint64_t seed = 0;                    ///< layer i is initialized from seed + 100·i until load()
 };
 
 /// torch.nn.TransformerEncoder: see the top of this file.
@@ -47,6 +47,7 @@ class TransformerEncoder {
                 .seed = o.seed},
                o.num_layers, o.final_norm, "TransformerEncoder") {}
 
+  /// The options it was built with.
   [[nodiscard]] const TransformerEncoderOptions& options() const noexcept { return options_; }
 
   /// Loads torch's names (see the top of this file).

@@ -21,13 +21,13 @@ namespace heed::nn {
 
 /// The constructor options of TransformerEncoderLayer, with torch's names.
 struct TransformerEncoderLayerOptions {
-  index_t d_model = 0;
-  index_t nhead = 1;
-  index_t dim_feedforward = 2048;
-  Activation activation = Activation::relu;
-  double layer_norm_eps = 1e-5;
-  bool norm_first = false;
-  std::uint64_t seed = 0;  ///< for the PyTorch-style initialization used until load()
+  index_t d_model = 0;                       ///< the model width
+  index_t nhead = 1;                         ///< heads
+  index_t dim_feedforward = 2048;            ///< the feed-forward hidden size
+  Activation activation = Activation::relu;  ///< the feed-forward activation
+  double layer_norm_eps = 1e-5;              ///< the LayerNorms' eps
+  bool norm_first = false;                   ///< LayerNorm before each block (pre-norm) instead of after (post-norm)
+  std::uint64_t seed = 0;                    ///< for the PyTorch-style initialization used until load()
 };
 
 /// torch.nn.TransformerEncoderLayer(batch_first=True): see the top of this file.
@@ -45,6 +45,7 @@ class TransformerEncoderLayer {
                 .norm_first = o.norm_first,
                 .seed = o.seed}) {}
 
+  /// The options it was built with.
   [[nodiscard]] const TransformerEncoderLayerOptions& options() const noexcept { return options_; }
 
   /// Loads torch's names (see the top of this file).

@@ -34,6 +34,7 @@ concept WeightSource = requires(const S& s, std::string_view name) {
 /// Named tensors in memory, any rank, stored as double and converted on `get`.
 class TensorDict {
  public:
+  /// Stores a copy of `tensor` under `name` (replacing one of that name).
   template <class Scalar, std::size_t Rank>
   TensorDict& set(std::string name, const TensorView<const Scalar, Rank>& tensor) {
     Entry e;
@@ -43,21 +44,25 @@ class TensorDict {
     entries_[std::move(name)] = std::move(e);
     return *this;
   }
+  /// Stores a copy of `tensor` under `name` (replacing one of that name).
   template <class Scalar, std::size_t Rank>
   TensorDict& set(std::string name, const Tensor<Scalar, Rank>& tensor) {
     return set<Scalar, Rank>(std::move(name), tensor.view());
   }
 
+  /// Whether a tensor of that name is stored.
   [[nodiscard]] bool contains(std::string_view name) const {
     return entries_.find(std::string(name)) != entries_.end();
   }
 
+  /// The stored names, sorted.
   [[nodiscard]] std::vector<std::string> names() const {
     std::vector<std::string> out;
     for (const auto& [name, entry] : entries_) out.push_back(name);
     return out;
   }
 
+  /// The tensor `name` converted to Scalar; FormatError when absent, ShapeError for another rank.
   template <class Scalar, std::size_t Rank>
   [[nodiscard]] Tensor<Scalar, Rank> get(std::string_view name) const {
     const auto it = entries_.find(std::string(name));
@@ -90,12 +95,14 @@ struct LoadOptions {
 template <WeightSource Source>
 class Loader {
  public:
+  /// A loader of the parameters of `source` whose names begin with `prefix`.
   Loader(const Source& source, std::string prefix, LoadOptions options = {})
       : source_(&source),
         prefix_(std::move(prefix)),
         options_(options),
         used_(std::make_shared<std::set<std::string>>()) {}
 
+  /// The prefix of this loader's names.
   [[nodiscard]] const std::string& prefix() const noexcept { return prefix_; }
 
   /// A loader for a submodule: `child("self_attn.")` loads "prefix.self_attn.*".
@@ -105,6 +112,7 @@ class Loader {
     return l;
   }
 
+  /// Whether the source has prefix + name.
   [[nodiscard]] bool has(std::string_view name) const { return source_->contains(prefix_ + std::string(name)); }
 
   /// The parameter prefix + name, which must exist with exactly `expected` shape.

@@ -21,8 +21,8 @@ namespace heed::nn::seed {
 
 /// The constructor options of seed::AdditiveAttention (the seed's `hidden_dim`).
 struct AdditiveAttentionOptions {
-  index_t hidden_dim = 0;
-  std::uint64_t seed = 0;
+  index_t hidden_dim = 0;  ///< the hidden size of the score's tanh layer
+  std::uint64_t seed = 0;  ///< for the PyTorch-style initialization used until load()
 };
 
 /// What seed::AdditiveAttention returns.
@@ -50,6 +50,8 @@ class AdditiveAttention {
     key_proj_.load(from.child("key_proj."));
     score_.load(from.child("score."));
   }
+  /// Loads the parameters from a weight source (io::SafeTensors, TensorDict) under `prefix`, with PyTorch's state_dict
+  /// names; with `load_options.strict`, a name under the prefix that nothing loaded is a FormatError.
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
     load_module(*this, source, prefix, load_options);

@@ -21,18 +21,18 @@ namespace heed::nn::seed {
 
 /// The seed's TransformerEncoderLayer(d_model, n_heads, d_ff) (dropout is the identity).
 struct TransformerEncoderLayerOptions {
-  index_t d_model = 0;
-  index_t n_heads = 1;
-  index_t d_ff = 2048;
+  index_t d_model = 0;     ///< the model width
+  index_t n_heads = 1;     ///< heads
+  index_t d_ff = 2048;     ///< the feed-forward hidden size
   std::uint64_t seed = 0;  ///< for the PyTorch-style initialization used until load()
 };
 
 /// The seed's TransformerEncoder(d_model, n_heads, d_ff, num_layers).
 struct TransformerEncoderOptions {
-  index_t d_model = 0;
-  index_t n_heads = 1;
-  index_t d_ff = 2048;
-  index_t num_layers = 1;
+  index_t d_model = 0;     ///< the model width
+  index_t n_heads = 1;     ///< heads
+  index_t d_ff = 2048;     ///< the feed-forward hidden size
+  index_t num_layers = 1;  ///< encoder layers
   std::uint64_t seed = 0;  ///< layer i is initialized from seed + 100·i until load()
 };
 
@@ -44,6 +44,7 @@ class TransformerEncoderLayer {
   explicit TransformerEncoderLayer(const TransformerEncoderLayerOptions& o)
       : options_(o), layer_(heed::detail::seed_layer(o.d_model, o.n_heads, o.d_ff, o.seed)) {}
 
+  /// The options it was built with.
   [[nodiscard]] const TransformerEncoderLayerOptions& options() const noexcept { return options_; }
 
   /// Loads the seed's names (see the top of this file).
@@ -82,6 +83,7 @@ class TransformerEncoder {
         stack_(heed::detail::seed_layer(o.d_model, o.n_heads, o.d_ff, o.seed), o.num_layers, true,
                "seed::TransformerEncoder") {}
 
+  /// The options it was built with.
   [[nodiscard]] const TransformerEncoderOptions& options() const noexcept { return options_; }
 
   /// Loads the seed's names (see the top of this file).

@@ -29,16 +29,16 @@ namespace heed::nn {
 
 /// The constructor options of CBAM, with the seed's names.
 struct CBAMOptions {
-  index_t channels = 0;
-  index_t reduction = 16;
-  index_t kernel_size = 7;
-  std::uint64_t seed = 0;
+  index_t channels = 0;     ///< input channels C
+  index_t reduction = 16;   ///< the channel gate's hidden size is C / reduction
+  index_t kernel_size = 7;  ///< the spatial gate's kernel side (odd)
+  std::uint64_t seed = 0;   ///< for the PyTorch-style initialization used until load()
 };
 
 /// The output and both attention maps of CBAM.
 template <class Scalar>
 struct CBAMResult {
-  Tensor<Scalar, 4> output;
+  Tensor<Scalar, 4> output;           ///< [B, C, H, W]
   Tensor<Scalar, 2> channel_weights;  ///< [B, C]
   Tensor<Scalar, 4> spatial_map;      ///< [B, 1, H, W]
 };
@@ -47,24 +47,31 @@ struct CBAMResult {
 template <class Scalar = float>
 class CBAM {
  public:
+  /// The module for `options`, initialized as PyTorch initializes it (from heed's seeded generator) until load().
   explicit CBAM(const CBAMOptions& options)
       : options_(options),
         channel_(options.channels, detail::excitation_hidden("CBAM", options.channels, options.reduction, 0),
                  options.seed),
         spatial_((detail::check_kernel_size("CBAM", options.kernel_size), options.kernel_size), options.seed + 2) {}
 
+  /// The options it was built with.
   [[nodiscard]] const CBAMOptions& options() const noexcept { return options_; }
 
+  /// Loads the parameters through `from`, under PyTorch's state_dict names; FormatError or ShapeError names a missing
+  /// or misshapen one.
   template <WeightSource S>
   void load(const Loader<S>& from) {
     channel_.load_linear(from, "channel_attn.2.", "channel_attn.4.");
     spatial_.load(from, "spatial_attn.0.weight");
   }
+  /// Loads the parameters from a weight source (io::SafeTensors, TensorDict) under `prefix`, with PyTorch's state_dict
+  /// names; with `load_options.strict`, a name under the prefix that nothing loaded is a FormatError.
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
     load_module(*this, source, prefix, load_options);
   }
 
+  /// x [B, C, H, W] → the output and both attention maps; ShapeError for another channel count.
   template <TensorLike X>
   [[nodiscard]] CBAMResult<Scalar> forward(const X& x) const {
     Tensor<Scalar, 4> storage;
@@ -96,6 +103,7 @@ class CBAM {
     return r;
   }
 
+  /// x [B, C, H, W] → the output [B, C, H, W]; ShapeError for another channel count.
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, 4> operator()(const X& x) const {
     return forward(x).output;

@@ -24,8 +24,8 @@ namespace heed::nn {
 
 /// The constructor options of SEBlock.
 struct SEBlockOptions {
-  index_t channels = 0;
-  index_t reduction = 16;
+  index_t channels = 0;          ///< input channels C
+  index_t reduction = 16;        ///< the hidden size is C / reduction unless squeeze_channels says
   index_t squeeze_channels = 0;  ///< hidden size; 0: channels / reduction (torchvision files may differ)
   std::uint64_t seed = 0;        ///< for the PyTorch-style initialization used until load()
 };
@@ -33,24 +33,27 @@ struct SEBlockOptions {
 /// The output and the attention map (channel weights [B, C]) of a vision attention module.
 template <class Scalar>
 struct ChannelAttentionResult {
-  Tensor<Scalar, 4> output;
-  Tensor<Scalar, 2> channel_weights;
+  Tensor<Scalar, 4> output;           ///< [B, C, H, W]
+  Tensor<Scalar, 2> channel_weights;  ///< [B, C]
 };
 
 /// Squeeze-and-excitation: see the top of this file.
 template <class Scalar = float>
 class SEBlock {
  public:
+  /// The module for `options`, initialized as PyTorch initializes it (from heed's seeded generator) until load().
   explicit SEBlock(const SEBlockOptions& options)
       : options_(options),
         gate_(options.channels,
               detail::excitation_hidden("SEBlock", options.channels, options.reduction, options.squeeze_channels),
               options.seed) {}
 
+  /// The options it was built with.
   [[nodiscard]] const SEBlockOptions& options() const noexcept { return options_; }
 
-  /// Loads `prefix + excitation.{0,2}.weight` (the seed's SEBlock) or, when absent,
-  /// `prefix + fc{1,2}.{weight,bias}` (torchvision's SqueezeExcitation).
+  /// Loads "excitation.0.weight" and "excitation.2.weight" under the prefix (the seed's SEBlock)
+  /// or, when absent, "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias" (torchvision's
+  /// SqueezeExcitation).
   template <WeightSource S>
   void load(const Loader<S>& from) {
     if (!from.has("excitation.0.weight") && from.has("fc1.weight")) {
@@ -59,6 +62,8 @@ class SEBlock {
       gate_.load_linear(from, "excitation.0.", "excitation.2.");
     }
   }
+  /// Loads the parameters from a weight source (io::SafeTensors, TensorDict) under `prefix`, with PyTorch's state_dict
+  /// names; with `load_options.strict`, a name under the prefix that nothing loaded is a FormatError.
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
     load_module(*this, source, prefix, load_options);
@@ -91,6 +96,7 @@ class SEBlock {
     return r;
   }
 
+  /// x [B, C, H, W] → the output [B, C, H, W]; ShapeError for another channel count.
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, 4> operator()(const X& x) const {
     return forward(x).output;

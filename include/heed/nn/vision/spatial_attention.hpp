@@ -22,23 +22,25 @@ namespace heed::nn {
 /// The constructor options of SpatialAttention.
 struct SpatialAttentionOptions {
   index_t kernel_size = 7;  ///< odd; the seed uses 7 (3 is common too)
-  std::uint64_t seed = 0;
+  std::uint64_t seed = 0;   ///< for the PyTorch-style initialization used until load()
 };
 
 /// The output and the spatial map [B, 1, H, W] of a spatial attention module.
 template <class Scalar>
 struct SpatialAttentionResult {
-  Tensor<Scalar, 4> output;
-  Tensor<Scalar, 4> spatial_map;
+  Tensor<Scalar, 4> output;       ///< [B, C, H, W]
+  Tensor<Scalar, 4> spatial_map;  ///< [B, 1, H, W]
 };
 
 /// Spatial attention: see the top of this file.
 template <class Scalar = float>
 class SpatialAttention {
  public:
+  /// The module for `options`, initialized as PyTorch initializes it (from heed's seeded generator) until load().
   explicit SpatialAttention(const SpatialAttentionOptions& options = {})
       : options_(options), gate_(checked(options), options.seed) {}
 
+  /// The options it was built with.
   [[nodiscard]] const SpatialAttentionOptions& options() const noexcept { return options_; }
 
   /// Loads `prefix + conv.weight` [1, 2, k, k].
@@ -46,11 +48,14 @@ class SpatialAttention {
   void load(const Loader<S>& from) {
     gate_.load(from, "conv.weight");
   }
+  /// Loads the parameters from a weight source (io::SafeTensors, TensorDict) under `prefix`, with PyTorch's state_dict
+  /// names; with `load_options.strict`, a name under the prefix that nothing loaded is a FormatError.
   template <WeightSource S>
   void load(const S& source, const std::string& prefix = "", LoadOptions load_options = {}) {
     load_module(*this, source, prefix, load_options);
   }
 
+  /// x [B, C, H, W] → the output and the spatial map.
   template <TensorLike X>
   [[nodiscard]] SpatialAttentionResult<Scalar> forward(const X& x) const {
     Tensor<Scalar, 4> storage;
@@ -75,6 +80,7 @@ class SpatialAttention {
     return r;
   }
 
+  /// x [B, C, H, W] → the output [B, C, H, W].
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, 4> operator()(const X& x) const {
     return forward(x).output;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "heed/io/json.hpp"
@@ -27,6 +29,27 @@ TEST(Json, IntegersAreExactTo64Bits) {
   EXPECT_THROW((void)Json::parse("18446744073709551616").as_uint64(), heed::FormatError);
   EXPECT_THROW((void)Json::parse("1.5").as_uint64(), heed::FormatError);
   EXPECT_THROW((void)Json::parse("-1").as_uint64(), heed::FormatError);
+}
+
+// Found by fuzzing (tests/fuzz/regressions/json): std::stod threw std::out_of_range, which is not
+// a heed::Error. Out-of-range magnitudes now read as Python's json reads them.
+TEST(Json, NumbersBeyondDoubleAreInfinityOrZero) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(Json::parse("1e999").as_double(), inf);
+  EXPECT_EQ(Json::parse("-1E+999").as_double(), -inf);
+  EXPECT_EQ(Json::parse("0.00001e400").as_double(), inf);  // 1e395
+  EXPECT_EQ(Json::parse("12345678901234567890e99999999999999999999").as_double(), inf);
+  for (const char* tiny : {"1e-7314159", "123456789e-9999", "0.0000001e-400", "1e-99999999999999999999"}) {
+    const double v = Json::parse(tiny).as_double();
+    EXPECT_EQ(v, 0.0) << tiny;
+    EXPECT_FALSE(std::signbit(v)) << tiny;
+  }
+  EXPECT_TRUE(std::signbit(Json::parse("-1e-400").as_double()));
+  EXPECT_EQ(Json::parse("-1e-400").as_double(), 0.0);
+  // in range: the nearest double, subnormals included
+  EXPECT_EQ(Json::parse("2.5").as_double(), 2.5);
+  EXPECT_EQ(Json::parse("4.9406564584124654e-324").as_double(), std::numeric_limits<double>::denorm_min());
+  EXPECT_EQ(Json::parse("1.7976931348623157e308").as_double(), std::numeric_limits<double>::max());
 }
 
 TEST(Json, RejectsMalformedInputWithTheOffset) {

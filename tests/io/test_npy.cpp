@@ -107,6 +107,37 @@ void expect_error(const fs::path& path, const std::string& needle, auto load) {
   }
 }
 
+// An .npy file of version 1.0 with this header dict (padded as NumPy pads it) and data.
+std::vector<std::byte> npy_bytes(std::string header, const std::vector<std::byte>& data = {}) {
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::vector<std::byte> bytes;
+  for (char c : std::string("\x93NUMPY")) bytes.push_back(static_cast<std::byte>(c));
+  bytes.push_back(std::byte{1});  // version 1.0
+  bytes.push_back(std::byte{0});
+  bytes.push_back(static_cast<std::byte>(header.size() & 0xff));
+  bytes.push_back(static_cast<std::byte>(header.size() >> 8));
+  for (char c : header) bytes.push_back(static_cast<std::byte>(c));
+  bytes.insert(bytes.end(), data.begin(), data.end());
+  return bytes;
+}
+
+// Found by fuzzing (tests/fuzz/regressions/npy): an empty Fortran-order array was copied through
+// views of a null pointer (undefined behaviour), and "(1, 2 0)" was read as (1, 2, 0).
+TEST(Npy, EmptyArraysAndStrictShapes) {
+  using heed::io::npy_from_bytes;
+  const auto empty = npy_bytes("{'descr': '<f8', 'fortran_order': True, 'shape': (1, 2, 0), }");
+  const auto t = npy_from_bytes<double, 3>(empty, "empty.npy");
+  EXPECT_EQ(t.shape(), (heed::Shape<3>{1, 2, 0}));
+  EXPECT_TRUE(t.empty());
+  const auto c_order = npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }");
+  EXPECT_EQ((npy_from_bytes<float, 2>(c_order, "empty.npy").shape()), (heed::Shape<2>{0, 3}));
+  for (const char* shape : {"(1, 2 0)", "(1 2)", "(1,, 2)"}) {
+    const auto bad = npy_bytes(std::string("{'descr': '<f8', 'fortran_order': True, 'shape': ") + shape + ", }");
+    EXPECT_THROW((void)(npy_from_bytes<double, 2>(bad, "bad.npy")), heed::FormatError) << shape;
+  }
+}
+
 TEST(Npy, BadInputNamesTheFileAndTheProblem) {
   const auto load3 = [](const fs::path& p) { (void)load_npy<float, 3>(p); };
   expect_error<heed::FormatError>(npy("c8_unsupported"), "unsupported dtype '<c8'", load3);

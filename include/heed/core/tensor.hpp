@@ -117,6 +117,7 @@ class Tensor {
   template <class Other>
   void copy_from(const TensorView<Other, Rank>& source) {
     HEED_ASSERT(source.shape() == shape_);
+    if (numel() == 0) return;  // an empty view may have no data at all: nothing to offset
     if (source.is_contiguous()) {
       std::copy_n(source.data(), numel(), data());
       return;

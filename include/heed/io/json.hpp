@@ -4,12 +4,16 @@
 // (a hostile header cannot overflow the stack), and FormatError with the byte offset on any
 // malformed input. Not a general-purpose JSON library: no writer beyond what io needs.
 
+#include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -68,8 +72,20 @@ class Json {
   [[nodiscard]] const Array& as_array() const { return *get<std::shared_ptr<Array>>("an array"); }
   /// The object's members in document order; FormatError when the value is not one.
   [[nodiscard]] const Object& as_object() const { return *get<std::shared_ptr<Object>>("an object"); }
-  /// The number as a double; FormatError when the value is not a number.
-  [[nodiscard]] double as_double() const { return std::stod(get<Number>("a number").text); }
+  /// The number as the nearest double, whatever the C locale says a decimal point is; a
+  /// magnitude beyond double's range is ±infinity, one below it ±0 (as Python's json reads them).
+  /// FormatError when the value is not a number.
+  [[nodiscard]] double as_double() const {
+    const std::string& text = get<Number>("a number").text;
+    double value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error == std::errc::result_out_of_range) {
+      const double magnitude = below_one(text) ? 0.0 : std::numeric_limits<double>::infinity();
+      return !text.empty() && text[0] == '-' ? -magnitude : magnitude;
+    }
+    if (error != std::errc() || end != text.data() + text.size()) throw FormatError("JSON: not a number: " + text);
+    return value;
+  }
 
   /// The number as an exact unsigned 64-bit integer; FormatError if it is not one.
   [[nodiscard]] std::uint64_t as_uint64() const {
@@ -109,6 +125,28 @@ class Json {
   [[nodiscard]] std::string dump() const;
 
  private:
+  // For a number out of double's range: whether it is tiny (|x| < 1) rather than huge. The
+  // decimal exponent of its first nonzero digit plus its explicit exponent decides.
+  static bool below_one(std::string_view text) {
+    if (!text.empty() && text[0] == '-') text.remove_prefix(1);
+    const std::size_t e = text.find_first_of("eE");
+    const std::string_view mantissa = text.substr(0, e);
+    const std::size_t point = std::min(mantissa.find('.'), mantissa.size());
+    const std::size_t first = mantissa.find_first_not_of("0.");
+    if (first == std::string_view::npos) return true;
+    long long exponent =
+        first < point ? static_cast<long long>(point - first) - 1 : -static_cast<long long>(first - point);
+    if (e != std::string_view::npos) {
+      std::string_view digits = text.substr(e + 1);
+      const bool negative = !digits.empty() && digits[0] == '-';
+      if (!digits.empty() && (digits[0] == '-' || digits[0] == '+')) digits.remove_prefix(1);
+      long long written = 0;
+      const auto result = std::from_chars(digits.data(), digits.data() + digits.size(), written);
+      if (result.ec == std::errc::result_out_of_range) return negative;  // an exponent beyond 10^18
+      exponent += negative ? -written : written;
+    }
+    return exponent < 0;
+  }
   template <class T>
   const T& get(const char* expected) const {
     if (const T* p = std::get_if<T>(&value_)) return *p;

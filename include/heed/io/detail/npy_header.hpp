@@ -93,7 +93,10 @@ class NpyDictParser {
       }
       out.push_back(static_cast<index_t>(value));
       skip_space();
-      if (peek() == ',') ++at_;
+      if (peek() == ',')
+        ++at_;
+      else if (peek() != ')')
+        fail("the shape's extents must be separated by commas");
     }
     ++at_;
     return out;

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets (tests/fuzz/corpus/<target>/): small valid files
+of each kind heed reads, so that libFuzzer starts from the formats' structure. Standard library
+only; deterministic (run it again and git sees no change).
+
+    python3 tests/fuzz/make_corpus.py
+"""
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(target, name, data):
+    folder = os.path.join(HERE, "corpus", target)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+
+
+# --- safetensors: u64 header length, JSON header, data (little-endian) ---
+def safetensors(tensors, metadata=None):
+    header, data = {}, b""
+    for name, (dtype, shape, payload) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(payload)]}
+        data += payload
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def floats(fmt, values):
+    return struct.pack("<%d%s" % (len(values), fmt), *values)
+
+
+write("safetensors", "f32_2x3", safetensors({"w": ("F32", [2, 3], floats("f", [0.5, -1, 2, 3, 4, 5]))}))
+write("safetensors", "mixed", safetensors({
+    "a": ("F64", [3], floats("d", [1, 2, 3])),
+    "b": ("F16", [2, 2], floats("e", [1, -2, 0.5, 65504])),
+    "c": ("BF16", [1, 2, 1, 2], bytes([0x80, 0x3f, 0x00, 0xc0, 0x00, 0x7f, 0x80, 0xff])),
+    "d": ("I64", [2], struct.pack("<2q", 7, -7)),
+}, {"format": "pt", "model": "AttentionClassifier", "vocab_size": "10"}))
+write("safetensors", "empty_tensor", safetensors({"e": ("F32", [0, 4], b"")}))
+write("safetensors", "metadata_only", safetensors({}, {"key": "value"}))
+write("safetensors", "scalar_and_bool", safetensors({
+    "s": ("F32", [], floats("f", [3.0])),
+    "m": ("BOOL", [4], bytes([1, 0, 1, 1])),
+}))
+
+
+# --- .npy: magic, version, header length, dict header padded to 64, data ---
+def npy(descr, shape, payload, fortran=False, version=1):
+    shape_text = "(%s)" % ("".join("%d," % s for s in shape) if len(shape) == 1 else ", ".join(str(s) for s in shape))
+    header = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, "True" if fortran else "False", shape_text)
+    size_field = 2 if version == 1 else 4
+    total = 6 + 2 + size_field + len(header) + 1
+    header += " " * (-total % 64) + "\n"
+    length = struct.pack("<H", len(header)) if version == 1 else struct.pack("<I", len(header))
+    return b"\x93NUMPY" + bytes([version, 0]) + length + header.encode() + payload
+
+
+write("npy", "f4_3", npy("<f4", [3], floats("f", [1, 2, 3])))
+write("npy", "f8_2x2_fortran", npy("<f8", [2, 2], floats("d", [1, 2, 3, 4]), fortran=True))
+write("npy", "f4_big_endian", npy(">f4", [2], struct.pack(">2f", 1.5, -2)))
+write("npy", "f2_1x2x2", npy("<f2", [1, 2, 2], floats("e", [1, 2, 3, 4])))
+write("npy", "i8_v2", npy("<i8", [2, 1, 1, 1], struct.pack("<2q", 5, -5), version=2))
+write("npy", "bool_empty", npy("|b1", [0, 3], b""))
+
+# --- JSON ---
+write("json", "object", '{"a": [1, -2.5e3, true, false, null], "b": {"c": "d\\u00e9\\n"}}')
+write("json", "numbers", "[0, -0, 1e-7, 18446744073709551615, -9223372036854775808, 3.14159]")
+write("json", "config", json.dumps({"vocab_size": 100, "embed_dim": 32, "names": ["x", "y"], "nested": [[[]]]}))
+write("json", "string_escapes", '"\\"\\\\\\/\\b\\f\\n\\r\\t\\ud83d\\ude00"')

@@ -65,6 +65,40 @@ TEST(Json, RejectsMalformedInputWithTheOffset) {
   }
 }
 
+// Strings are UTF-8 (RFC 3629): multi-byte sequences pass through; invalid bytes, overlong forms,
+// encoded surrogates and code points beyond U+10FFFF are refused with the offset.
+TEST(Json, StringsMustBeValidUtf8) {
+  EXPECT_EQ(Json::parse("\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf\"").as_string(),
+            "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf");
+  for (const char* bad :
+       {"\"\xff\"", "\"\x80\"", "\"\xc0\xaf\"", "\"\xc1\xbf\"", "\"\xe0\x80\xaf\"", "\"\xed\xa0\x80\"",
+        "\"\xf0\x80\x80\xaf\"", "\"\xf4\x90\x80\x80\"", "\"\xf5\x80\x80\x80\"", "\"\xe2\x82\"", "\"\xe2\x82"}) {
+    try {
+      (void)Json::parse(bad, "utf8");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const heed::FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("UTF-8"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("byte 1"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A key twice in one object means different things to different readers: refused, at any depth.
+// A leading byte-order mark is skipped, as RFC 8259 allows.
+TEST(Json, DuplicateKeysAreRefusedAndAByteOrderMarkIsSkipped) {
+  for (const char* bad : {R"({"a":1,"a":1})", R"({"a":1,"b":2,"a":3})", R"([{"x":{"k":1,"k":2}}])"})
+    EXPECT_THROW((void)Json::parse(bad), heed::FormatError) << bad;
+  try {
+    (void)Json::parse(R"({"a":1,"b":2,"a":3})", "config");
+    FAIL();
+  } catch (const heed::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("duplicate key \"a\""), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(Json::parse(R"({"a":{"k":1},"b":{"k":2}})").find("b")->find("k")->as_uint64(), 2u);
+  EXPECT_EQ(Json::parse("\xef\xbb\xbf[7]").as_array()[0].as_uint64(), 7u);
+  EXPECT_THROW((void)Json::parse("\xef\xbb[7]"), heed::FormatError);
+}
+
 TEST(Json, LimitsNesting) {
   EXPECT_NO_THROW((void)Json::parse(std::string(60, '[') + std::string(60, ']')));
   EXPECT_THROW((void)Json::parse(std::string(100000, '[')), heed::FormatError);

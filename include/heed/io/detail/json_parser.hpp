@@ -1,8 +1,10 @@
 #pragma once
 #include "heed/core/detail/internal_header_check.hpp"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "heed/core/error.hpp"
 
@@ -14,6 +16,7 @@ class JsonParser {
   JsonParser(std::string_view text, std::string_view what) : text_(text), what_(what) {}
 
   io::Json document() {
+    if (text_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;  // a UTF-8 byte-order mark, which RFC 8259 lets readers ignore
     io::Json value = parse_value(0);
     skip_space();
     if (pos_ != text_.size()) fail("unexpected characters after the value");
@@ -78,7 +81,20 @@ class JsonParser {
       members.emplace_back(std::move(key), parse_value(depth + 1));
     } while (consume(','));
     expect('}');
+    reject_duplicate_keys(members);
     return io::Json(std::move(members));
+  }
+
+  // RFC 8259 leaves duplicate names to the reader; parsers disagree (the first wins in one, the
+  // last in another), so a file could mean two things. heed refuses them (docs/formats.md).
+  void reject_duplicate_keys(const io::Json::Object& members) const {
+    if (members.size() < 2) return;
+    std::vector<const std::string*> keys;
+    keys.reserve(members.size());
+    for (const auto& member : members) keys.push_back(&member.first);
+    std::sort(keys.begin(), keys.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+    for (std::size_t i = 1; i < keys.size(); ++i)
+      if (*keys[i] == *keys[i - 1]) fail("duplicate key \"" + *keys[i] + "\" in an object");
   }
 
   io::Json parse_array(int depth) {
@@ -153,6 +169,33 @@ class JsonParser {
     }
   }
 
+  // One multi-byte UTF-8 sequence at pos_ (RFC 3629): the right number of continuation bytes,
+  // no overlong form, no surrogate, nothing above U+10FFFF. Appends it and moves past it.
+  void utf8_sequence(std::string& out) {
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text_[pos_ + i]); };
+    const unsigned char lead = byte(0);
+    std::size_t length = 0;
+    unsigned cp = 0;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+      length = 2, cp = lead & 0x1Fu;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      length = 3, cp = lead & 0x0Fu;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      length = 4, cp = lead & 0x07u;
+    } else {
+      fail("invalid UTF-8 byte in string");
+    }
+    if (pos_ + length > text_.size()) fail("truncated UTF-8 sequence in string");
+    for (std::size_t i = 1; i < length; ++i) {
+      if ((byte(i) & 0xC0u) != 0x80u) fail("invalid UTF-8 sequence in string");
+      cp = (cp << 6) | (byte(i) & 0x3Fu);
+    }
+    if ((length == 3 && cp < 0x800) || (length == 4 && cp < 0x10000)) fail("overlong UTF-8 sequence in string");
+    if ((cp >= 0xD800 && cp < 0xE000) || cp > 0x10FFFF) fail("UTF-8 encoded surrogate or code point beyond U+10FFFF");
+    out.append(text_.substr(pos_, length));
+    pos_ += length;
+  }
+
   std::string parse_string() {
     ++pos_;  // opening quote
     std::string out;
@@ -161,6 +204,11 @@ class JsonParser {
       const char c = text_[pos_++];
       if (c == '"') return out;
       if (static_cast<unsigned char>(c) < 0x20) fail("control character in string");
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        --pos_;
+        utf8_sequence(out);
+        continue;
+      }
       if (c != '\\') {
         out += c;
         continue;

@@ -47,38 +47,82 @@
 
 namespace heed::io {
 
-/// The element types of the safetensors format, by the names its header uses.
-enum class DType { BOOL, U8, I8, I16, U16, F16, BF16, I32, U32, F32, I64, U64, F64 };
+/// The element types of the safetensors format, by the names its header uses. heed converts the
+/// first thirteen (see SafeTensors::get); the 8-bit floats, the sub-byte floats (F4, F6_*) and C64
+/// are recognized, so a file holding them opens and lists, but `get` refuses them with a
+/// FormatError naming the dtype (`raw` still gives their bytes). docs/formats.md has the rules.
+enum class DType {
+  BOOL,
+  U8,
+  I8,
+  I16,
+  U16,
+  F16,
+  BF16,
+  I32,
+  U32,
+  F32,
+  I64,
+  U64,
+  F64,
+  F8_E5M2,
+  F8_E4M3,
+  F8_E8M0,
+  F8_E4M3FNUZ,
+  F8_E5M2FNUZ,
+  F4,
+  F6_E2M3,
+  F6_E3M2,
+  C64
+};
 
 /// "F32", "BF16", ...: the dtype as a safetensors header spells it.
 [[nodiscard]] inline std::string_view dtype_name(DType t) noexcept {
-  constexpr std::string_view names[] = {"BOOL", "U8",  "I8",  "I16", "U16", "F16", "BF16",
-                                        "I32",  "U32", "F32", "I64", "U64", "F64"};
+  constexpr std::string_view names[] = {
+      "BOOL", "U8",  "I8",      "I16",     "U16",     "F16",         "BF16",        "I32", "U32",     "F32",     "I64",
+      "U64",  "F64", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "F4",  "F6_E2M3", "F6_E3M2", "C64"};
   return names[static_cast<int>(t)];
 }
 
-/// Bytes per element.
-[[nodiscard]] inline std::size_t dtype_size(DType t) noexcept {
+/// Bits per element: 4 for F4, 6 for F6_E2M3 and F6_E3M2, 8 × dtype_size otherwise. A tensor of a
+/// sub-byte dtype must fill whole bytes (its element count × bits is a multiple of 8).
+[[nodiscard]] inline std::size_t dtype_bits(DType t) noexcept {
   switch (t) {
+    case DType::F4:
+      return 4;
+    case DType::F6_E2M3:
+    case DType::F6_E3M2:
+      return 6;
     case DType::BOOL:
     case DType::U8:
     case DType::I8:
-      return 1;
+    case DType::F8_E5M2:
+    case DType::F8_E4M3:
+    case DType::F8_E8M0:
+    case DType::F8_E4M3FNUZ:
+    case DType::F8_E5M2FNUZ:
+      return 8;
     case DType::I16:
     case DType::U16:
     case DType::F16:
     case DType::BF16:
-      return 2;
+      return 16;
     case DType::I32:
     case DType::U32:
     case DType::F32:
-      return 4;
+      return 32;
     case DType::I64:
     case DType::U64:
     case DType::F64:
-      return 8;
+    case DType::C64:
+      return 64;
   }
   return 0;
+}
+
+/// Bytes per element, 0 for the sub-byte dtypes (F4, F6_*: see dtype_bits).
+[[nodiscard]] inline std::size_t dtype_size(DType t) noexcept {
+  return dtype_bits(t) % 8 == 0 ? dtype_bits(t) / 8 : 0;
 }
 
 /// The safetensors dtype that stores Scalar.
@@ -275,6 +319,7 @@ class SafeTensors {
     if (!root.is_object()) fail("header is not a JSON object");
     for (const auto& [name, entry] : root.as_object()) {
       if (name == "__metadata__") {
+        if (entry.is_null()) continue;  // the reference writer's "no metadata" (an Option)
         if (!entry.is_object()) fail("__metadata__ is not an object");
         for (const auto& [key, value] : entry.as_object()) {
           if (!value.is_string()) fail("__metadata__ value \"" + key + "\" is not a string");
@@ -339,10 +384,13 @@ class SafeTensors {
       count *= e;
       t.shape.push_back(static_cast<index_t>(e));
     }
-    const std::uint64_t size = dtype_size(t.dtype);
-    if (overflow || (count != 0 && count > UINT64_MAX / size))
+    const std::uint64_t bits = dtype_bits(t.dtype);
+    if (overflow || (count != 0 && count > UINT64_MAX / bits))
       fail(where + ": shape " + shape_text(t.shape) + " overflows");
-    const std::uint64_t nbytes = count * size;
+    if (count * bits % 8 != 0)
+      fail(where + ": shape " + shape_text(t.shape) + " of " + std::string(dtype_name(t.dtype)) + " (" +
+           std::to_string(bits) + " bits each) does not fill whole bytes");
+    const std::uint64_t nbytes = count * bits / 8;
 
     const std::uint64_t begin = to_uint64(offsets->as_array()[0], where + " data_offsets");
     const std::uint64_t end = to_uint64(offsets->as_array()[1], where + " data_offsets");

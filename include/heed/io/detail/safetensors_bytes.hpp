@@ -44,11 +44,12 @@ inline void store_le(std::byte* p, T value) noexcept {
 }
 
 [[nodiscard]] inline io::DType parse_dtype(const std::string& s, const std::string& where) {
-  static const std::map<std::string, io::DType, std::less<>> table = {
-      {"BOOL", io::DType::BOOL}, {"U8", io::DType::U8},   {"I8", io::DType::I8},     {"I16", io::DType::I16},
-      {"U16", io::DType::U16},   {"F16", io::DType::F16}, {"BF16", io::DType::BF16}, {"I32", io::DType::I32},
-      {"U32", io::DType::U32},   {"F32", io::DType::F32}, {"I64", io::DType::I64},   {"U64", io::DType::U64},
-      {"F64", io::DType::F64}};
+  static const std::map<std::string, io::DType, std::less<>> table = [] {
+    std::map<std::string, io::DType, std::less<>> names;
+    for (int t = 0; t <= static_cast<int>(io::DType::C64); ++t)
+      names.emplace(io::dtype_name(static_cast<io::DType>(t)), static_cast<io::DType>(t));
+    return names;
+  }();
   const auto it = table.find(s);
   if (it == table.end()) throw FormatError(where + ": unknown dtype \"" + s + "\"");
   return it->second;
@@ -97,8 +98,21 @@ void convert(const std::byte* src, io::DType dtype, index_t count, Scalar* dst, 
     case io::DType::I8:
       if constexpr (floating || integral) return each.template operator()<std::int8_t>(same);
       break;
-    default:
+    case io::DType::I16:
+      if constexpr (floating || integral) return each.template operator()<std::int16_t>(same);
       break;
+    case io::DType::U16:
+      if constexpr (floating || integral) return each.template operator()<std::uint16_t>(same);
+      break;
+    case io::DType::U32:
+      if constexpr (floating || integral) return each.template operator()<std::uint32_t>(same);
+      break;
+    case io::DType::U64:
+      if constexpr (floating) return each.template operator()<std::uint64_t>(same);
+      break;
+    default:  // recognized, not convertible
+      throw FormatError(where + ": dtype " + std::string(io::dtype_name(dtype)) +
+                        " is recognized but heed does not convert it (its bytes: SafeTensors::raw)");
   }
   throw FormatError(where + ": dtype " + std::string(io::dtype_name(dtype)) + " cannot be read as " +
                     std::string(boolean    ? "bool"

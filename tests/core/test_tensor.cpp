@@ -43,6 +43,27 @@ TEST(Tensor, RejectsNegativeExtents) {
   }
 }
 
+// Limits (docs/formats.md): a shape whose element count overflows int64, or whose bytes do not
+// fit an index_t, is a ShapeError before anything is allocated, even with a zero extent in it.
+TEST(Tensor, ShapesBeyondIndexRangeAreShapeErrors) {
+  const auto expect_too_large = [](auto make, const std::string& shape) {
+    try {
+      make();
+      ADD_FAILURE() << "no error for " << shape;
+    } catch (const heed::ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(shape), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("more bytes than an index_t can count"), std::string::npos) << e.what();
+    }
+  };
+  constexpr heed::index_t big = heed::index_t{1} << 32;
+  expect_too_large([] { Tensor<float, 2>({big, big}); }, "[4294967296, 4294967296]");  // numel 2^64
+  expect_too_large([] { Tensor<float, 3>({big, big, 0}); }, "[4294967296, 4294967296, 0]");
+  // 2^62 doubles: the count fits int64, the 2^65 bytes do not fit a size_t
+  expect_too_large([] { Tensor<double, 1>({heed::index_t{1} << 62}); }, "[4611686018427387904]");
+  // Within the limit, the size is the allocator's business (std::bad_alloc), not a ShapeError.
+  EXPECT_NO_THROW((Tensor<double, 3>({big, big / 64, 0})));  // 2^61 bytes if it were full
+}
+
 TEST(Tensor, ZeroSizedDimensionsAreValid) {
   Tensor<float, 3> t({2, 0, 4});
   EXPECT_EQ(t.numel(), 0);

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -127,9 +129,20 @@ class Tensor {
   }
 
  private:
+  // Negative extents, and shapes whose bytes a pointer difference cannot span (the product of
+  // the non-zero extents × sizeof(Scalar) beyond PTRDIFF_MAX), are ShapeErrors: numel() and
+  // every byte offset stay within index_t. docs/formats.md, "Limits".
   static Shape<Rank> checked(const Shape<Rank>& shape) {
-    for (index_t extent : shape)
+    constexpr index_t max_elements = std::numeric_limits<index_t>::max() / static_cast<index_t>(sizeof(Scalar));
+    index_t elements = 1;
+    for (index_t extent : shape) {
       if (extent < 0) throw ShapeError("heed::Tensor: negative extent in shape " + to_string(shape));
+      if (extent == 0) continue;
+      if (elements > max_elements / extent)
+        throw ShapeError("heed::Tensor: shape " + to_string(shape) + " of " + std::to_string(sizeof(Scalar)) +
+                         "-byte elements needs more bytes than an index_t can count");
+      elements *= extent;
+    }
     return shape;
   }
 

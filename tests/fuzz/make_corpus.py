@@ -74,3 +74,39 @@ write("json", "object", '{"a": [1, -2.5e3, true, false, null], "b": {"c": "d\\u0
 write("json", "numbers", "[0, -0, 1e-7, 18446744073709551615, -9223372036854775808, 3.14159]")
 write("json", "config", json.dumps({"vocab_size": 100, "embed_dim": 32, "names": ["x", "y"], "nested": [[[]]]}))
 write("json", "string_escapes", '"\\"\\\\\\/\\b\\f\\n\\r\\t\\ud83d\\ude00"')
+
+
+# --- module: a tiny AttentionClassifier with its config, PyTorch's state_dict names ---
+def classifier(vocab, embed, hidden, classes, heads, layers, max_len, with_pe=True):
+    shapes = {"embedding.weight": [vocab, embed]}
+    if with_pe:
+        shapes["pos_encoding.pe"] = [1, max_len, embed]
+    for i in range(layers):
+        p = "transformer.layers.%d." % i
+        shapes.update({
+            p + "self_attn.in_proj_weight": [3 * embed, embed], p + "self_attn.in_proj_bias": [3 * embed],
+            p + "self_attn.out_proj.weight": [embed, embed], p + "self_attn.out_proj.bias": [embed],
+            p + "linear1.weight": [hidden, embed], p + "linear1.bias": [hidden],
+            p + "linear2.weight": [embed, hidden], p + "linear2.bias": [embed],
+            p + "norm1.weight": [embed], p + "norm1.bias": [embed],
+            p + "norm2.weight": [embed], p + "norm2.bias": [embed],
+        })
+    shapes.update({
+        "attn_pool.0.weight": [1, embed], "attn_pool.0.bias": [1],
+        "classifier.0.weight": [hidden, embed], "classifier.0.bias": [hidden],
+        "classifier.3.weight": [classes, hidden], "classifier.3.bias": [classes],
+    })
+    tensors, k = {}, 0
+    for name, shape in shapes.items():
+        count = 1
+        for s in shape:
+            count *= s
+        tensors[name] = ("F32", shape, floats("f", [((k + i) * 37 % 17 - 8) / 16 for i in range(count)]))
+        k += count
+    config = {"vocab_size": vocab, "embed_dim": embed, "hidden_dim": hidden, "num_classes": classes,
+              "n_heads": heads, "num_layers": layers, "max_len": max_len}
+    return safetensors(tensors, {"heed.module": "AttentionClassifier", "heed.config": json.dumps(config)})
+
+
+write("module", "classifier_1_layer", classifier(5, 4, 6, 3, 2, 1, 8))
+write("module", "classifier_2_layers_computed_pe", classifier(7, 2, 3, 2, 1, 2, 16, with_pe=False))

@@ -114,15 +114,47 @@ TEST(FromFile, ConfigErrorsNameTheKey) {
       .write(dir / "heed_bad_value.safetensors");
   expect_error<heed::FormatError>([&] { (void)Classifier::from_file(dir / "heed_bad_value.safetensors"); },
                                   {"\"vocab_size\"", "expected a number"});
-  // A valid config, but the weights are not there: the first missing parameter is named.
+  // A valid config, but the weights are not there: the first missing parameter is named (the
+  // stray tensor holds more values than the model needs, so the size check lets it through).
   heed::io::SafeTensorsWriter()
-      .add("w", w)
+      .add("w", heed::randn<float>({32, 32}, 1))
       .metadata("heed.config", R"({"vocab_size": 10, "embed_dim": 8, "hidden_dim": 8, "num_classes": 2, "n_heads": 2})")
       .write(dir / "heed_no_weights.safetensors");
   expect_error<heed::FormatError>([&] { (void)Classifier::from_file(dir / "heed_no_weights.safetensors"); },
                                   {"missing parameter \"embedding.weight\" (expected shape [10, 8])"});
   for (const char* name : {"heed_no_config", "heed_other_module", "heed_typo", "heed_bad_value", "heed_no_weights"})
     fs::remove(dir / (std::string(name) + ".safetensors"));
+}
+
+// A config is read before the weights: a small file asking for a huge model is refused before
+// anything is allocated, with the sizes it asked for and the values it holds.
+TEST(FromFile, AConfigLargerThanTheFileIsRefusedBeforeAllocating) {
+  const auto w = heed::randn<float>({2, 2}, 1);
+  const fs::path path = fs::temp_directory_path() / "heed_huge_config.safetensors";
+  const auto write = [&](const std::string& config, const heed::Tensor<float, 2>& tensor) {
+    heed::io::SafeTensorsWriter().add("w", tensor).metadata("heed.config", config).write(path);
+  };
+  write(R"({"vocab_size": 1000000000, "embed_dim": 4096, "hidden_dim": 8, "num_classes": 2, "n_heads": 2})", w);
+  expect_error<heed::FormatError>([&] { (void)Classifier::from_file(path); },
+                                  {"heed_huge_config.safetensors: heed.config (vocab_size 1000000000, embed_dim 4096",
+                                   "asks for at least", "the file's tensors hold 4 values"});
+  // Products beyond int64 saturate instead of wrapping round to a small number.
+  write(R"({"vocab_size": 4611686018427387904, "embed_dim": 4611686018427387904, "hidden_dim": 8, "num_classes": 2})",
+        w);
+  expect_error<heed::FormatError>([&] { (void)Classifier::from_file(path); },
+                                  {"asks for at least 9223372036854775807 parameters"});
+  // A positional table the file does not store is computed: it may exceed the file by 4 Mi values, not more.
+  write(R"({"vocab_size": 2, "embed_dim": 2, "hidden_dim": 2, "num_classes": 2, "n_heads": 1, "max_len": 100000000})",
+        w);
+  expect_error<heed::FormatError>([&] { (void)Classifier::from_file(path); },
+                                  {"max_len 100000000", "asks for at least"});
+  // Within the allowance, the size check passes and loading names the first missing parameter.
+  write(
+      R"({"vocab_size": 2, "embed_dim": 2, "hidden_dim": 2, "num_classes": 2, "n_heads": 1, "num_layers": 1, "max_len": 1000})",
+      heed::randn<float>({8, 8}, 2));
+  expect_error<heed::FormatError>([&] { (void)Classifier::from_file(path); },
+                                  {"missing parameter \"embedding.weight\" (expected shape [2, 2])"});
+  fs::remove(path);
 }
 
 TEST(FromFile, BadTokensAndEmptySequencesAreShapeErrors) {

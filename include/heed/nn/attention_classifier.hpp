@@ -9,7 +9,9 @@
 // from_file(path) builds the model from a safetensors file alone when its __metadata__ carries
 // "heed.config" (the options as JSON), as examples/train/train_fortunes.py writes it.
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -79,8 +81,8 @@ class AttentionClassifier {
   /// As from_file, from an opened file.
   [[nodiscard]] static AttentionClassifier from_safetensors(const io::SafeTensors& file) {
     AttentionClassifierOptions o;
-    ModuleConfig::from_metadata(file, "AttentionClassifier")
-        .read("vocab_size", o.vocab_size)
+    ModuleConfig config = ModuleConfig::from_metadata(file, "AttentionClassifier");
+    config.read("vocab_size", o.vocab_size)
         .read("embed_dim", o.embed_dim)
         .read("hidden_dim", o.hidden_dim)
         .read("num_classes", o.num_classes)
@@ -88,6 +90,11 @@ class AttentionClassifier {
         .read("num_layers", o.num_layers)
         .read("max_len", o.max_len)
         .finish();
+    config.require_values(file, parameters_at_least(o, file.contains("pos_encoding.pe")),
+                          "vocab_size " + std::to_string(o.vocab_size) + ", embed_dim " + std::to_string(o.embed_dim) +
+                              ", hidden_dim " + std::to_string(o.hidden_dim) + ", num_classes " +
+                              std::to_string(o.num_classes) + ", num_layers " + std::to_string(o.num_layers) +
+                              ", max_len " + std::to_string(o.max_len));
     AttentionClassifier model(o);
     model.load(file, "", {.strict = true});
     return model;
@@ -130,6 +137,22 @@ class AttentionClassifier {
   }
 
  private:
+  // The values a file must hold for these options: the embedding, the encoder's projections and
+  // feed-forward matrices, the head's two matrices, and the positional table when the file
+  // stores it (a computed table may be up to 4 Mi values larger than the file). A lower bound of
+  // the parameter count (biases and norms left out), so no valid file is refused by it; every
+  // allocation the constructor makes is within a small factor of it.
+  [[nodiscard]] static std::int64_t parameters_at_least(const AttentionClassifierOptions& o, bool stores_positions) {
+    const auto mul = ModuleConfig::saturating_product;
+    const auto add = ModuleConfig::saturating_sum;
+    const std::int64_t e = o.embed_dim, f = o.hidden_dim;
+    std::int64_t n = mul(o.vocab_size, e);
+    n = add(n, mul(o.num_layers, add(mul(mul(4, e), e), mul(mul(2, f), e))));
+    n = add(n, add(mul(e, f), mul(f, o.num_classes)));
+    const std::int64_t table = mul(o.max_len, e);
+    return stores_positions ? add(n, table) : std::max(n, table - (std::int64_t{1} << 22));
+  }
+
   AttentionClassifierOptions options_;
   Embedding<Scalar> embedding_;
   PositionalEncoding<Scalar> pos_encoding_;

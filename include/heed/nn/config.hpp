@@ -4,7 +4,13 @@
 // into a ready module by the module's from_file(path). The training scripts in examples/train/
 // write both keys. ModuleConfig reads the options field by field, names the file and the key in
 // every error, and rejects keys no field took (a misspelt option is an error, not a default).
+//
+// The config sizes a module before its weights are read, so a file could ask for a model far
+// larger than itself: require_values() lets from_file compare the parameter count the options
+// imply with the values the file holds, before anything is allocated (docs/formats.md, "Limits").
 
+#include <cstdint>
+#include <limits>
 #include <set>
 #include <string>
 #include <string_view>
@@ -48,8 +54,16 @@ class ModuleConfig {
       if constexpr (std::is_same_v<T, bool>) {
         field = v->as_bool();
       } else if constexpr (std::is_integral_v<T>) {
-        const auto x = std::is_signed_v<T> ? v->as_int64() : static_cast<std::int64_t>(v->as_uint64());
-        field = static_cast<T>(x);
+        if constexpr (std::is_signed_v<T>) {
+          const std::int64_t x = v->as_int64();
+          if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max())
+            throw FormatError(std::to_string(x) + " is out of range");
+          field = static_cast<T>(x);
+        } else {
+          const std::uint64_t x = v->as_uint64();
+          if (x > std::numeric_limits<T>::max()) throw FormatError(std::to_string(x) + " is out of range");
+          field = static_cast<T>(x);
+        }
       } else if constexpr (std::is_floating_point_v<T>) {
         field = static_cast<T>(v->as_double());
       } else {
@@ -59,6 +73,33 @@ class ModuleConfig {
       throw FormatError(where + ": " + e.what());
     }
     return *this;
+  }
+
+  /// FormatError unless the file's tensors hold at least `needed` values together: a module calls it
+  /// with (a lower bound of) the parameter count its options imply, before it is built, so that a
+  /// small file with a large config is rejected without allocating. `sizes` names the options
+  /// for the message ("vocab_size 10, embed_dim 8").
+  void require_values(const io::SafeTensors& file, std::int64_t needed, std::string_view sizes) const {
+    std::int64_t held = 0;
+    for (const auto& name : file.names()) {
+      std::int64_t n = 1;
+      for (const index_t extent : file.info(name).shape) n = saturating_product(n, extent);
+      held = saturating_sum(held, n);
+    }
+    if (needed > held)
+      throw FormatError(where_ + " (" + std::string(sizes) + ") asks for at least " + std::to_string(needed) +
+                        " parameters, but the file's tensors hold " + std::to_string(held) + " values");
+  }
+
+  /// a · b, or INT64_MAX when that overflows; a negative factor counts as 0 (options are checked
+  /// by the module's constructor, after this bound).
+  [[nodiscard]] static constexpr std::int64_t saturating_product(std::int64_t a, std::int64_t b) noexcept {
+    if (a <= 0 || b <= 0) return 0;
+    return a > std::numeric_limits<std::int64_t>::max() / b ? std::numeric_limits<std::int64_t>::max() : a * b;
+  }
+  /// a + b, or INT64_MAX when that overflows (both non-negative).
+  [[nodiscard]] static constexpr std::int64_t saturating_sum(std::int64_t a, std::int64_t b) noexcept {
+    return a > std::numeric_limits<std::int64_t>::max() - b ? std::numeric_limits<std::int64_t>::max() : a + b;
   }
 
   /// FormatError naming every key that no read() took.

@@ -3,6 +3,9 @@
 // activations, the residual forms, loading and bad input.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "heed/core/random.hpp"
 #include "heed/nn/linear.hpp"
 #include "reference/nn.hpp"
@@ -110,6 +113,30 @@ TEST(Linear, LoadsTorchsNamesAndChecksShapes) {
   } catch (const heed::ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("expects 5 input features, got x [4, 6]"), std::string::npos) << e.what();
   }
+}
+
+// Non-finite values follow IEEE arithmetic, as in PyTorch: a NaN in weight row o makes output
+// feature o NaN for every input and leaves the others finite; an infinite input feature makes its
+// row non-finite and leaves the other rows finite (docs/formats.md, "Non-finite values").
+TEST(Linear, NonFiniteWeightsAndInputsPropagateOnlyWhereTheyEnter) {
+  auto w = heed::randn<float>({33, 40}, 5);
+  w(1, 17) = std::numeric_limits<float>::quiet_NaN();
+  heed::nn::TensorDict d;
+  d.set("weight", w).set("bias", heed::randn<float>({33}, 6));
+  Linear<float> lin({.in_features = 40, .out_features = 33});
+  lin.load(d);
+  auto x = heed::randn<float>({70, 40}, 7);
+  x(2, 9) = std::numeric_limits<float>::infinity();
+  const auto y = lin(x);
+  for (index_t i = 0; i < 70; ++i)
+    for (index_t o = 0; o < 33; ++o) {
+      if (o == 1)
+        EXPECT_TRUE(std::isnan(y(i, o))) << i << "," << o;
+      else if (i == 2)
+        EXPECT_FALSE(std::isfinite(y(i, o))) << i << "," << o;
+      else
+        EXPECT_TRUE(std::isfinite(y(i, o))) << i << "," << o;
+    }
 }
 
 }  // namespace

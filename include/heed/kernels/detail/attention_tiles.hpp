@@ -179,7 +179,7 @@ void attention_decode(const TensorView<T, 4>& out, const TensorView<const T, 4>&
       const OnlineSoftmax<Acc>& row = s.rows[static_cast<std::size_t>(r)];
       p[0] = started ? row.m : -std::numeric_limits<Acc>::infinity();
       p[1] = started ? row.l : Acc(0);
-      if (started && row.l > Acc(0)) std::copy_n(O + r * dv, dv, p + 2);
+      if (started && row.l != Acc(0)) std::copy_n(O + r * dv, dv, p + 2);
     }
   });
 
@@ -191,23 +191,29 @@ void attention_decode(const TensorView<T, 4>& out, const TensorView<const T, 4>&
       if (merged.size() < static_cast<std::size_t>(dv)) merged.resize(static_cast<std::size_t>(dv));
       for (index_t r = 0; r < R; ++r) {
         Acc m = -std::numeric_limits<Acc>::infinity();
+        bool poisoned = false;  // a range saw a NaN score: the row is NaN
         for (index_t x = 0; x < ranges; ++x) {
           const Acc* p = base + (x * R + r) * partial_row;
-          if (p[1] > Acc(0)) m = std::max(m, p[0]);
+          if (std::isnan(p[1]))
+            poisoned = true;
+          else if (p[1] != Acc(0))
+            m = std::max(m, p[0]);
         }
         OnlineSoftmax<Acc> total;  // l = 0 unless some range saw a visible key
         std::fill_n(merged.begin(), dv, Acc(0));
-        if (m != -std::numeric_limits<Acc>::infinity()) {
+        if (poisoned) {
+          total.l = std::numeric_limits<Acc>::quiet_NaN();
+        } else if (m != -std::numeric_limits<Acc>::infinity()) {
           total.m = m;
           for (index_t x = 0; x < ranges; ++x) {
             const Acc* p = base + (x * R + r) * partial_row;
-            if (!(p[1] > Acc(0))) continue;
+            if (p[1] == Acc(0)) continue;
             const Acc factor = std::exp(p[0] - m);
             total.l += factor * p[1];
             simd::axpy(factor, p + 2, merged.data(), dv);
           }
         }
-        write_row(b, hk * G + r / Lq, r % Lq, merged.data(), total.normalizer(options.masked_rows), total.l > Acc(0));
+        write_row(b, hk * G + r / Lq, r % Lq, merged.data(), total.normalizer(options.masked_rows), total.l != Acc(0));
       }
     });
   }
@@ -357,8 +363,8 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
       for (index_t c = 0; c < dv; ++c) o[c * os] = static_cast<T>(started ? O[i * dv + c] * norm : norm * Acc(0));
       if (!with_weights) continue;
       T* w = &weights(b, h, i0 + i, 0);
-      if (!(state.l > Acc(0))) {  // fully masked: the row is all fill (0 is already there)
-        if (options.masked_rows == MaskedRows::nan) std::fill(w, w + Lk, static_cast<T>(norm));
+      if (state.l == Acc(0) || std::isnan(state.l)) {  // fully masked: all fill (0 is there); a NaN score: all NaN
+        if (std::isnan(norm)) std::fill(w, w + Lk, static_cast<T>(norm));
         continue;
       }
       for (index_t jt = 0; jt < k_tiles; ++jt) {

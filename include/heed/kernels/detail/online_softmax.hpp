@@ -1,6 +1,7 @@
 #pragma once
 #include "heed/core/detail/internal_header_check.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -19,7 +20,9 @@ template <class T>
 void softmax_row(const T* x, T* y, index_t n, MaskedRows masked_rows) noexcept {
   const T row_max = simd::max(x, n);
   if (row_max == -std::numeric_limits<T>::infinity()) {
-    const T fill = masked_rows == MaskedRows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
+    // every score -inf (a masked row), or some NaN among them: NaN poisons the row, as in PyTorch
+    const bool poisoned = std::any_of(x, x + n, [](T v) { return std::isnan(v); });
+    const T fill = poisoned || masked_rows == MaskedRows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
     for (index_t i = 0; i < n; ++i) y[i] = fill;
     return;
   }
@@ -31,6 +34,8 @@ void softmax_row(const T* x, T* y, index_t n, MaskedRows masked_rows) noexcept {
 //   m: the largest score seen so far (-inf before any);
 //   l: sum over seen scores s of exp(s - m).
 // Invariant: after every update, the true softmax of the seen scores is exp(s - m) / l.
+// A NaN score makes l NaN for good (the row's output and weights are NaN, as PyTorch's softmax
+// makes them); l == 0 means no visible key yet (a fully masked row, if it stays so).
 template <class T>
 struct OnlineSoftmax {
   T m = -std::numeric_limits<T>::infinity();
@@ -42,8 +47,13 @@ struct OnlineSoftmax {
   T update(T* scores, index_t n) noexcept {
     const T block_max = simd::max(scores, n);
     const T m_new = block_max > m ? block_max : m;
-    if (m_new == -std::numeric_limits<T>::infinity()) {  // nothing seen yet can attend
-      for (index_t i = 0; i < n; ++i) scores[i] = T(0);
+    if (m_new == -std::numeric_limits<T>::infinity()) {  // nothing seen yet can attend, or a NaN
+      bool poisoned = false;
+      for (index_t i = 0; i < n; ++i) {
+        poisoned = poisoned || std::isnan(scores[i]);
+        scores[i] = T(0);
+      }
+      if (poisoned) l = std::numeric_limits<T>::quiet_NaN();
       return T(1);
     }
     const T correction = std::exp(m - m_new);  // exp(-inf) = 0 on the first block
@@ -52,10 +62,10 @@ struct OnlineSoftmax {
     return correction;
   }
 
-  // The factor that turns the accumulated row into the softmax-weighted result, or the
-  // fill for a fully masked row (l == 0).
+  // The factor that turns the accumulated row into the softmax-weighted result (NaN after a NaN
+  // score), or the fill for a fully masked row (l == 0).
   [[nodiscard]] T normalizer(MaskedRows masked_rows) const noexcept {
-    if (l > T(0)) return T(1) / l;
+    if (l != T(0)) return T(1) / l;
     return masked_rows == MaskedRows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
   }
 };

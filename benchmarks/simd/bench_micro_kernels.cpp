@@ -35,6 +35,26 @@ void BM_attention_micro_kernel(benchmark::State& state) {
 }
 BENCHMARK(BM_attention_micro_kernel)->ArgName("depth")->Arg(64)->Arg(128)->Arg(256);
 
+// The bfloat16 pair micro-kernel (vdpbf16ps where the target has AVX-512 BF16, else its generic
+// form): the same MR × NR block over `depth` values (depth / 2 pairs), B pair-packed.
+void BM_pair_micro_kernel(benchmark::State& state) {
+  constexpr index_t MR = simd::AttentionTile<float>::mr, NR = simd::pair_panel;
+  const index_t depth = state.range(0);
+  std::vector<heed::bfloat16> a(static_cast<std::size_t>(MR * depth)), b(static_cast<std::size_t>(depth * NR));
+  const auto fill = heed::randn<float>({static_cast<index_t>(a.size() + b.size())}, 1);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = heed::bfloat16(fill.data()[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = heed::bfloat16(fill.data()[a.size() + i]);
+  std::vector<float> c(static_cast<std::size_t>(MR * NR));
+  for (auto _ : state) {
+    simd::pair_micro_kernel(depth / 2, a.data(), depth, MR, b.data(), NR, c.data(), NR, nullptr, 1.0f);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  flops(state, 2.0 * double(MR * NR * depth));
+  state.SetLabel(simd::bf16_pair_products ? "vdpbf16ps" : "generic");
+}
+BENCHMARK(BM_pair_micro_kernel)->ArgName("depth")->Arg(64)->Arg(128)->Arg(256);
+
 // The GEMM micro-kernel on packed panels, kc deep.
 void BM_gemm_micro_kernel(benchmark::State& state) {
   constexpr index_t MR = simd::GemmTile<float>::mr, NR = simd::GemmTile<float>::nr;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "heed/core/random.hpp"
@@ -133,6 +134,58 @@ TEST(Gemm, OneRowSplitsThePanelsAcrossWorkers) {
                     {.addend = d.data(), .ld_addend = n, .relu = relu, .threads = threads});
       EXPECT_TRUE(heed::test::all_close(c, expected, {1e-4, 1e-3})) << "relu " << relu << ", threads " << threads;
     }
+}
+
+// bfloat16 A, W and C (float arithmetic; on a target with AVX-512 BF16, W packed in pairs and
+// the products on vdpbf16ps): against the double product of the same bfloat16 values, C rounded
+// once (u = 2^-8) plus float's sums. Odd depths (a pair padded with zero), several k blocks, one
+// row (the row kernel), bias, ReLU, an addend and accumulation, one and two threads.
+TEST(Gemm, Bfloat16OnEveryPath) {
+  using heed::bfloat16;
+  const auto to_bf16 = [](const heed::Tensor<float, 2>& x) {
+    heed::Tensor<bfloat16, 2> y({x.size(0), x.size(1)});
+    for (index_t i = 0; i < x.numel(); ++i) y.data()[i] = bfloat16(x.data()[i]);
+    return y;
+  };
+  int seed = 20;
+  for (const index_t m : {1, 13, 200})
+    for (const index_t n : {1, 33, 64})
+      for (const index_t k : {1, 7, 192, 401})
+        for (const int mode : {0, 1, 2}) {  // 0: plain, 1: bias + ReLU + accumulate, 2: bias + addend
+          SCOPED_TRACE(testing::Message() << "m " << m << " n " << n << " k " << k << " mode " << mode);
+          const auto a = to_bf16(heed::randn<float>({m, k}, ++seed));
+          const auto w = to_bf16(heed::randn<float>({n, k}, ++seed));
+          const auto bias = heed::randn<float>({n}, ++seed);
+          const auto d = to_bf16(heed::randn<float>({m, n}, ++seed));
+          auto c = to_bf16(heed::randn<float>({m, n}, ++seed));
+          heed::Tensor<bfloat16, 1> bias16({n});
+          for (index_t j = 0; j < n; ++j) bias16(j) = bfloat16(bias(j));
+          const heed::PackedMatrix<bfloat16> packed(w.data(), n, k, mode > 0 ? bias16.data() : nullptr);
+          heed::Tensor<double, 2> want({m, n}), scale({m, n});
+          for (index_t i = 0; i < m; ++i)
+            for (index_t j = 0; j < n; ++j) {
+              double sum = mode == 0 ? 0.0 : double(float(bias16(j)));
+              double mag = std::abs(sum);
+              if (mode == 1) sum += double(float(c(i, j))), mag += std::abs(double(float(c(i, j))));
+              if (mode == 2) sum += double(float(d(i, j))), mag += std::abs(double(float(d(i, j))));
+              for (index_t kk = 0; kk < k; ++kk) {
+                const double prod = double(float(a(i, kk))) * double(float(w(j, kk)));
+                sum += prod;
+                mag += std::abs(prod);
+              }
+              want(i, j) = mode == 1 ? std::max(sum, 0.0) : sum;
+              scale(i, j) = mag;
+            }
+          heed::GemmOptions<bfloat16> options{.threads = static_cast<int>(1 + (m + n + k) % 2)};
+          if (mode == 1) options.accumulate = true, options.relu = true;
+          if (mode == 2) options.addend = d.data(), options.ld_addend = n;
+          heed::gemm_nt(a.data(), k, m, packed, c.data(), n, options);
+          for (index_t i = 0; i < m; ++i)
+            for (index_t j = 0; j < n; ++j) {
+              const double got = double(float(c(i, j)));
+              ASSERT_NEAR(got, want(i, j), 0x1p-8 * std::abs(want(i, j)) + 1e-6 * scale(i, j) + 1e-30) << i << "," << j;
+            }
+        }
 }
 
 }  // namespace

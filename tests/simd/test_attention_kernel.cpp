@@ -3,6 +3,8 @@
 // strided, B in float and in bfloat16 / half (widened as it is read); and pack_kt's layout.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "heed/core/cast.hpp"
@@ -14,7 +16,7 @@ namespace {
 using heed::index_t;
 namespace simd = heed::simd;
 
-template <class TB>
+template <class TB, int Batches = 2>
 void check_block(index_t depth, index_t m_valid, index_t n_valid, bool with_scale) {
   constexpr index_t MR = simd::AttentionTile<float>::mr, NR = simd::AttentionTile<float>::nr;
   SCOPED_TRACE(testing::Message() << "depth " << depth << " m_valid " << m_valid << " n_valid " << n_valid << " scale "
@@ -25,8 +27,8 @@ void check_block(index_t depth, index_t m_valid, index_t n_valid, bool with_scal
   const auto scale = heed::randn<float>({MR}, 3);
   auto c = heed::randn<float>({MR, ldc}, 4);
   const auto before = c;
-  simd::attention_micro_kernel<float>(depth, a.data(), lda, m_valid, b.data(), ldb, n_valid, c.data(), ldc,
-                                      with_scale ? scale.data() : nullptr, 0.5f);
+  simd::attention_micro_kernel<float, Batches>(depth, a.data(), lda, m_valid, b.data(), ldb, n_valid, c.data(), ldc,
+                                               with_scale ? scale.data() : nullptr, 0.5f);
   for (index_t r = 0; r < MR; ++r)
     for (index_t j = 0; j < ldc; ++j) {
       if (r >= m_valid || j >= n_valid) {
@@ -50,6 +52,110 @@ TEST(AttentionMicroKernel, EveryEdgeInFloatAndSixteenBit) {
           check_block<heed::bfloat16>(depth, m_valid, n_valid, scale);
           check_block<heed::half>(depth, m_valid, n_valid, scale);
         }
+}
+
+// The half-width block (one vector of columns), which P·V uses for the last columns of d = 80.
+TEST(AttentionMicroKernel, HalfWidthBlockForTheLastColumns) {
+  constexpr index_t MR = simd::AttentionTile<float>::mr, W = simd::AttentionTile<float>::nr / 2;
+  for (index_t depth : {1, 7, 64})
+    for (index_t m_valid : {MR, index_t{1}})
+      for (index_t n_valid : {W, W - 1 > 0 ? W - 1 : index_t{1}})
+        for (bool scale : {false, true}) {
+          check_block<float, 1>(depth, m_valid, n_valid, scale);
+          check_block<heed::bfloat16, 1>(depth, m_valid, n_valid, scale);
+        }
+}
+
+// The bfloat16 pair products: Kᵀ and V pair-packed, then pair_micro_kernel (vdpbf16ps where the
+// target has AVX-512 BF16, and the generic form always) against a double loop over the same
+// bfloat16 values, from a panel's first pair and from one inside it, odd depths and key counts.
+void check_pairs(index_t depth, index_t m_valid, index_t n_valid, bool with_scale, bool generic) {
+  constexpr index_t MR = simd::AttentionTile<float>::mr, NR = simd::pair_panel;
+  SCOPED_TRACE(testing::Message() << "depth " << depth << " m_valid " << m_valid << " n_valid " << n_valid << " scale "
+                                  << with_scale << (generic ? " generic" : " target"));
+  const index_t pairs = (depth + 1) / 2, keys = NR + n_valid, ldk = depth + 3;
+  const auto q = heed::cast<heed::bfloat16>(heed::randn<float>({MR, 2 * pairs}, 1));
+  auto qz = q;  // an odd depth reads one more value per row: zero, as the scorer pads it
+  for (index_t r = 0; r < MR; ++r)
+    if (depth % 2 != 0) qz(r, depth) = heed::bfloat16(0.0f);
+  const auto k = heed::cast<heed::bfloat16>(heed::randn<float>({keys, ldk}, 2));
+  std::vector<heed::bfloat16> kt(static_cast<std::size_t>(2 * pairs * 2 * NR), heed::bfloat16(-7.0f));
+  simd::pack_kt_pairs(k.data(), ldk, keys, depth, kt.data());
+  const auto scale = heed::randn<float>({MR}, 3);
+  const index_t ldc = NR + 2;
+  auto c = heed::randn<float>({MR, ldc}, 4);
+  const auto before = c;
+  const heed::bfloat16* panel = kt.data() + 2 * pairs * NR;  // the second panel: keys NR.. (n_valid of them)
+  if (generic)
+    simd::pair_micro_kernel(pairs, qz.data(), 2 * pairs, m_valid, panel, n_valid, c.data(), ldc,
+                            with_scale ? scale.data() : nullptr, 0.5f, simd::generic_isa{});
+  else
+    simd::pair_micro_kernel(pairs, qz.data(), 2 * pairs, m_valid, panel, n_valid, c.data(), ldc,
+                            with_scale ? scale.data() : nullptr, 0.5f);
+  for (index_t r = 0; r < MR; ++r)
+    for (index_t j = 0; j < ldc; ++j) {
+      if (r >= m_valid || j >= n_valid) {
+        ASSERT_EQ(c(r, j), before(r, j)) << "written outside the block at " << r << "," << j;
+        continue;
+      }
+      double sum = 0;
+      for (index_t kk = 0; kk < depth; ++kk) sum += double(float(q(r, kk))) * double(float(k(NR + j, kk)));
+      const double want = 0.5 * sum + (with_scale ? double(scale(r)) * double(before(r, j)) : 0.0);
+      ASSERT_NEAR(double(c(r, j)), want, 1e-5 * (1 + std::abs(want)) * double(depth)) << r << "," << j;
+    }
+  // the padding keys of the last panel are zero
+  for (index_t p = 0; p < pairs; ++p)
+    for (index_t j = n_valid; j < NR; ++j)
+      for (index_t e = 0; e < 2; ++e) ASSERT_EQ(float(panel[p * 2 * NR + 2 * j + e]), 0.0f);
+
+  // O = P·V over keys [2, 2 + 2·vpairs) of a pair-packed V (a span that starts inside a panel)
+  const index_t cols = NR + n_valid, vkeys = 2 * pairs + 3, ldv = cols + 1;
+  const auto v = heed::cast<heed::bfloat16>(heed::randn<float>({vkeys, ldv}, 5));
+  const index_t key_pairs = (vkeys + 1) / 2;
+  std::vector<heed::bfloat16> vp(static_cast<std::size_t>(2 * key_pairs * 2 * NR));
+  simd::pack_v_pairs(v.data(), ldv, vkeys, cols, vp.data());
+  auto o = heed::randn<float>({MR, ldc}, 6);
+  const auto o_before = o;
+  const heed::bfloat16* v_panel = vp.data() + key_pairs * 2 * NR + 1 * 2 * NR;  // columns NR.., from key 2
+  if (generic)
+    simd::pair_micro_kernel(pairs, qz.data(), 2 * pairs, m_valid, v_panel, n_valid, o.data(), ldc,
+                            with_scale ? scale.data() : nullptr, 1.0f, simd::generic_isa{});
+  else
+    simd::pair_micro_kernel(pairs, qz.data(), 2 * pairs, m_valid, v_panel, n_valid, o.data(), ldc,
+                            with_scale ? scale.data() : nullptr, 1.0f);
+  for (index_t r = 0; r < m_valid; ++r)
+    for (index_t j = 0; j < n_valid; ++j) {
+      double sum = 0;
+      for (index_t kk = 0; kk < depth; ++kk) sum += double(float(q(r, kk))) * double(float(v(2 + kk, NR + j)));
+      const double want = sum + (with_scale ? double(scale(r)) * double(o_before(r, j)) : 0.0);
+      ASSERT_NEAR(double(o(r, j)), want, 1e-5 * (1 + std::abs(want)) * double(depth)) << "P·V " << r << "," << j;
+    }
+}
+
+TEST(PairProducts, PackedKeysAndValuesOnTheTargetAndGeneric) {
+  constexpr index_t MR = simd::AttentionTile<float>::mr, NR = simd::pair_panel;
+  for (bool generic : {false, true})
+    for (index_t depth : {1, 7, 64, 80})
+      for (index_t m_valid : {MR, index_t{1}})
+        for (index_t n_valid : {NR, std::max<index_t>(1, NR - 3)})
+          for (bool scale : {false, true}) check_pairs(depth, m_valid, n_valid, scale, generic);
+}
+
+// exp(x - shift) rounded to bfloat16 (within half a bfloat16 ulp: 2^-8 relative at most), the sum of the
+// unrounded values.
+TEST(PairProducts, ExpSumRoundedIsTheSoftmaxStepInBfloat16) {
+  for (index_t n : {1, 15, 16, 33, 256}) {
+    const auto x = heed::randn<float>({n}, 7);
+    std::vector<heed::bfloat16> p(static_cast<std::size_t>(n));
+    const float total = simd::exp_sum_rounded(x.data(), 0.5f, p.data(), n);
+    double want_total = 0;
+    for (index_t i = 0; i < n; ++i) {
+      const double e = std::exp(double(x(i)) - 0.5);
+      want_total += e;
+      EXPECT_NEAR(double(float(p[static_cast<std::size_t>(i)])), e, 0x1p-8 * e * (1 + 1e-5)) << n << ": " << i;
+    }
+    EXPECT_NEAR(double(total), want_total, 1e-6 * want_total) << n;
+  }
 }
 
 TEST(AttentionMicroKernel, PackKtLaysKeysOutInPanelsOfNr) {

@@ -70,7 +70,13 @@ TEST(Simd, TargetIsaFollowsTheCompiler) {
   EXPECT_EQ(heed::simd::width<float>, 4u);
   EXPECT_EQ(heed::simd::width<double>, 2u);
 #elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+#if defined(__AVX512BF16__)
+  EXPECT_TRUE((std::is_same_v<target_isa, heed::simd::avx512_bf16_isa>));
+  EXPECT_TRUE(heed::simd::bf16_pair_products);
+#else
   EXPECT_TRUE((std::is_same_v<target_isa, heed::simd::avx512_isa>));
+  EXPECT_FALSE(heed::simd::bf16_pair_products);
+#endif
   EXPECT_EQ(heed::simd::width<float>, 16u);
 #elif defined(__AVX2__) && defined(__FMA__)
   EXPECT_TRUE((std::is_same_v<target_isa, heed::simd::avx2_isa>));

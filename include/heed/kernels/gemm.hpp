@@ -18,7 +18,9 @@
 // W stays 16-bit in its packed panels (half the memory of float weights) and is widened as the
 // micro-kernel loads it; A is widened as it is packed; each worker keeps its block of C in a
 // float scratch over all k blocks, runs the epilogue on its float rows and rounds each value
-// once, at the end. The bias is kept in float.
+// once, at the end. The bias is kept in float. Where the target has AVX-512 BF16
+// (simd::bf16_pair_products), bfloat16 is not widened at all: W's panels hold k in pairs, A is
+// packed in pairs, and the micro-kernel multiplies pairs with vdpbf16ps (simd/gemm_kernel.hpp).
 
 #include <algorithm>
 #include <cstddef>
@@ -36,17 +38,22 @@ namespace heed {
 
 /// W [n, k] packed for gemm_nt: for each NR-column panel, k rows of NR values (Wᵀ), the
 /// columns past n zero; and the bias [n], if any, padded the same way and in the accumulator
-/// type (float for a 16-bit W). Built once; read by every call.
+/// type (float for a 16-bit W). Built once; read by every call. A bfloat16 W on a target with
+/// pair products (`pairs`) keeps k in pairs instead: panel[(kk / 2) · 2NR + 2j + kk % 2], k
+/// padded to even with a zero.
 template <class T>
 class PackedMatrix {
  public:
   using Acc = accumulator_t<T>;  ///< the type of the bias and of the arithmetic (float for 16-bit T)
+  /// True when the panels hold k in pairs for simd::gemm_pair_micro_kernel.
+  static constexpr bool pairs = std::is_same_v<T, bfloat16> && simd::bf16_pair_products;
   PackedMatrix() = default;
   /// Packs w [n, k] (row-major) and, if given, bias [n].
-  PackedMatrix(const T* w, index_t n, index_t k, const T* bias = nullptr) : n_(n), k_(k) {
+  PackedMatrix(const T* w, index_t n, index_t k, const T* bias = nullptr)
+      : n_(n), k_(k), depth_(pairs ? simd::pair_depth(k) : k) {
     constexpr index_t nr = simd::GemmTile<T>::nr;
     const index_t panels = (n + nr - 1) / nr;
-    data_.assign(static_cast<std::size_t>(panels * k * nr), T(0));
+    data_.assign(static_cast<std::size_t>(panels * depth_ * nr), T(0));
     if (bias) {
       bias_.assign(static_cast<std::size_t>(panels * nr), Acc(0));
       std::transform(bias, bias + n, bias_.begin(), [](T b) { return static_cast<Acc>(b); });
@@ -54,8 +61,13 @@ class PackedMatrix {
     for (index_t p = 0; p < panels; ++p)
       for (index_t j = 0; j < nr && p * nr + j < n; ++j) {
         const T* row = w + (p * nr + j) * k;
-        T* dst = data_.data() + p * k * nr + j;
-        for (index_t kk = 0; kk < k; ++kk) dst[kk * nr] = row[kk];
+        T* panel = data_.data() + p * depth_ * nr;
+        for (index_t kk = 0; kk < k; ++kk) {
+          if constexpr (pairs)
+            panel[(kk / 2) * 2 * nr + 2 * j + kk % 2] = row[kk];
+          else
+            panel[kk * nr + j] = row[kk];
+        }
       }
   }
 
@@ -67,7 +79,7 @@ class PackedMatrix {
   [[nodiscard]] bool empty() const noexcept { return data_.empty(); }
   /// Panel p from depth k0 on: (k - k0) × NR values.
   [[nodiscard]] const T* panel(index_t p, index_t k0) const noexcept {
-    return data_.data() + (p * k_ + k0) * simd::GemmTile<T>::nr;
+    return data_.data() + (p * depth_ + k0) * simd::GemmTile<T>::nr;  // k0 is even where pairs
   }
   /// The NR bias values of panel p, or nullptr without a bias.
   [[nodiscard]] const Acc* bias(index_t p) const noexcept {
@@ -75,7 +87,7 @@ class PackedMatrix {
   }
 
  private:
-  index_t n_ = 0, k_ = 0;
+  index_t n_ = 0, k_ = 0, depth_ = 0;  // depth_: k, or k rounded up to even where pairs
   std::vector<T> data_;
   std::vector<Acc> bias_;
 };

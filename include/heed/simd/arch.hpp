@@ -97,6 +97,9 @@ inline void prefetch_for_write(void* p) noexcept {
 struct generic_isa {};
 struct avx2_isa : generic_isa {};  ///< AVX2 and FMA
 struct avx512_isa : avx2_isa {};   ///< AVX-512 F, BW, DQ, VL (x86-64-v4)
+/// AVX-512 with BF16 (Zen 4 and later, Cooper Lake, Sapphire Rapids and later): vdpbf16ps
+/// multiplies pairs of bfloat16 and adds both products to a float lane.
+struct avx512_bf16_isa : avx512_isa {};
 struct neon_isa : generic_isa {};  ///< AArch64's Advanced SIMD (NEON), which every AArch64 CPU has
 
 #if defined(HEED_SIMD_SCALAR)
@@ -104,7 +107,12 @@ struct neon_isa : generic_isa {};  ///< AArch64's Advanced SIMD (NEON), which ev
 using target_isa = generic_isa;
 #elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
 #define HEED_SIMD_AVX512 1
+#if defined(__AVX512BF16__)
+#define HEED_SIMD_AVX512_BF16 1
+using target_isa = avx512_bf16_isa;  ///< the target has AVX-512 (F, BW, DQ, VL) and AVX-512 BF16
+#else
 using target_isa = avx512_isa;  ///< the target has AVX-512 (F, BW, DQ, VL)
+#endif
 #elif defined(__AVX2__) && defined(__FMA__)
 #define HEED_SIMD_AVX2 1
 using target_isa = avx2_isa;  ///< the target has AVX2 and FMA
@@ -119,6 +127,15 @@ using target_isa = generic_isa;  ///< neither
 #pragma message( \
     "heed: compiled for baseline x86-64 (no AVX2/FMA), so its kernels use SSE2 and run several times slower; compile with -march=native or -march=x86-64-v3 (or define HEED_ALLOW_BASELINE_ISA to silence this)")
 #endif
+#endif
+
+/// True where bfloat16 attention tiles and GEMMs run on AVX-512 BF16 pair products (vdpbf16ps:
+/// simd/attention_kernel.hpp, simd/gemm_kernel.hpp).
+inline constexpr bool bf16_pair_products =
+#if defined(HEED_SIMD_AVX512_BF16)
+    true;
+#else
+    false;
 #endif
 
 #if defined(HEED_SIMD_SCALAR)

@@ -14,13 +14,20 @@
 // FMAs are in the accumulator type (float); B is widened as it is loaded (simd/convert.hpp).
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
 #include "heed/simd/arch.hpp"
 #include "heed/simd/convert.hpp"
+
+#if defined(HEED_SIMD_AVX512_BF16)
+#include <immintrin.h>
+#endif
 
 namespace heed::simd {
 
@@ -35,48 +42,53 @@ struct AttentionTile {
 /// (+ c_scale[r] · c[r, j] when c_scale is given; otherwise c is only written), for r < m_valid
 /// and j < n_valid; nothing else of c is touched. Rows of A from m_valid on are not read; B must
 /// have NR readable values in each of its `depth` rows. A and B hold T or T's accumulator type
-/// T (16-bit values are widened as they are read); C is T, the accumulator type.
-template <class T, class TA, class TB>
+/// T (16-bit values are widened as they are read); C is T, the accumulator type. `Batches` is
+/// NR in vectors: 2 (the full tile), or 1 for the last columns of a head dim that is not a
+/// multiple of 2·width (d = 80 is two full blocks and one half block).
+template <class T, int Batches = 2, class TA, class TB>
 inline void attention_micro_kernel(index_t depth, const TA* a, index_t lda, index_t m_valid, const TB* b, index_t ldb,
                                    index_t n_valid, T* c, index_t ldc, const T* c_scale, T alpha) noexcept {
   static_assert(std::is_same_v<accumulator_t<TA>, T> && std::is_same_v<accumulator_t<TB>, T>,
                 "A and B widen to C's type");
-  constexpr index_t MR = AttentionTile<T>::mr, NR = AttentionTile<T>::nr, W = static_cast<index_t>(width<T>);
+  static_assert(Batches == 1 || Batches == 2, "a micro-kernel block is one or two vectors wide");
+  constexpr index_t MR = AttentionTile<T>::mr, W = static_cast<index_t>(width<T>), NR = Batches * W;
+  constexpr auto NB = static_cast<std::size_t>(Batches);
   const TA* rows[static_cast<std::size_t>(MR)];
   for (index_t r = 0; r < MR; ++r) rows[r] = a + std::min(r, m_valid - 1) * lda;  // padding rows repeat a valid one
-  batch<T> acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
+  batch<T> acc[static_cast<std::size_t>(MR)][NB];
   const batch<T> zero = broadcast(T(0));
-  for (index_t r = 0; r < MR; ++r) acc0[r] = zero, acc1[r] = zero;
+  for (index_t r = 0; r < MR; ++r) HEED_UNROLL(2)
+  for (std::size_t x = 0; x < NB; ++x) acc[r][x] = zero;
   HEED_UNROLL(8)
   for (index_t kk = 0; kk < depth; ++kk) {
-    const batch<T> b0 = load_widened(b + kk * ldb), b1 = load_widened(b + kk * ldb + W);
+    batch<T> bv[NB];
+    HEED_UNROLL(2)
+    for (std::size_t x = 0; x < NB; ++x) bv[x] = load_widened(b + kk * ldb + static_cast<index_t>(x) * W);
     HEED_UNROLL(16)  // fully: the accumulators stay in registers at -O2 too
     for (index_t r = 0; r < MR; ++r) {
       const batch<T> ar = broadcast(static_cast<T>(rows[r][kk]));
-      acc0[r] = fma(ar, b0, acc0[r]);
-      acc1[r] = fma(ar, b1, acc1[r]);
+      HEED_UNROLL(2)
+      for (std::size_t x = 0; x < NB; ++x) acc[r][x] = fma(ar, bv[x], acc[r][x]);
     }
   }
   const batch<T> va = broadcast(alpha);
   if (m_valid == MR && n_valid == NR) {
     for (index_t r = 0; r < MR; ++r) {
       T* row = c + r * ldc;
-      if (c_scale) {
-        const batch<T> s = broadcast(c_scale[r]);
-        store(row, fma(acc0[r], va, load(row) * s));
-        store(row + W, fma(acc1[r], va, load(row + W) * s));
-      } else {
-        store(row, acc0[r] * va);
-        store(row + W, acc1[r] * va);
+      HEED_UNROLL(2)
+      for (std::size_t x = 0; x < NB; ++x) {
+        T* dst = row + static_cast<index_t>(x) * W;
+        if (c_scale)
+          store(dst, fma(acc[r][x], va, load(dst) * broadcast(c_scale[r])));
+        else
+          store(dst, acc[r][x] * va);
       }
     }
     return;
   }
   alignas(64) T tile[static_cast<std::size_t>(MR * NR)];
-  for (index_t r = 0; r < MR; ++r) {
-    store(tile + r * NR, acc0[r] * va);
-    store(tile + r * NR + W, acc1[r] * va);
-  }
+  for (index_t r = 0; r < MR; ++r)
+    for (std::size_t x = 0; x < NB; ++x) store(tile + r * NR + static_cast<index_t>(x) * W, acc[r][x] * va);
   for (index_t r = 0; r < m_valid; ++r)
     for (index_t j = 0; j < n_valid; ++j) {
       T& out = c[r * ldc + j];
@@ -193,6 +205,164 @@ inline void pack_kt(const T* k, index_t ldk, index_t keys, index_t depth, T* out
     for (index_t j = n; j < NR; ++j)
       for (index_t kk = 0; kk < depth; ++kk) panel[kk * NR + j] = T(0);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// bfloat16 pair products. AVX-512 BF16's vdpbf16ps multiplies two bfloat16 of A by two of B and
+// adds both products to one float lane: 32 multiply-adds per instruction where a float FMA does
+// 16, and B is read without widening. The pairs run along the summed dimension, so B is packed
+// with that dimension's values two by two beside each other:
+//   Kᵀ (S = Q Kᵀ, summed over the head dim):  pack_kt_pairs, depth in pairs, NR keys per panel
+//   V  (O = P V,  summed over the keys):      pack_v_pairs, keys in pairs, NR columns per panel
+// and A's rows (a query row, a probability row rounded to bfloat16) are read a pair (32 bits) at
+// a time. Products are exact in float; the sums are float's, as in attention_micro_kernel, except
+// that vdpbf16ps treats subnormal inputs and results as zero.
+
+/// Keys (Kᵀ) or columns (V) per pair-packed panel: the float micro-kernel's NR.
+inline constexpr index_t pair_panel = AttentionTile<float>::nr;
+
+/// Kᵀ in panels of pair_panel keys with the depth in pairs: out[p·P·2NR + kp·2NR + 2j + e] =
+/// k[(p·NR + j)·ldk + 2kp + e], P = ceil(depth / 2); zero past `keys` and past `depth`.
+inline void pack_kt_pairs(const bfloat16* k, index_t ldk, index_t keys, index_t depth, bfloat16* out) noexcept {
+  constexpr index_t NR = pair_panel;
+  const index_t pairs = (depth + 1) / 2;
+  for (index_t p = 0; p * NR < keys; ++p) {
+    bfloat16* panel = out + p * pairs * 2 * NR;
+    const index_t n = std::min(NR, keys - p * NR);
+    for (index_t j = 0; j < NR; ++j) {
+      const bfloat16* row = k + (p * NR + j) * ldk;
+      for (index_t kk = 0; kk < 2 * pairs; ++kk)
+        panel[(kk / 2) * 2 * NR + 2 * j + kk % 2] = j < n && kk < depth ? row[kk] : bfloat16(0.0f);
+    }
+  }
+}
+
+/// V in panels of pair_panel columns with the keys in pairs: out[cp·KP·2NR + jp·2NR + 2c + e] =
+/// v[(2jp + e)·ldv + cp·NR + c], KP = ceil(keys / 2); zero past `keys` and past `cols`.
+inline void pack_v_pairs(const bfloat16* v, index_t ldv, index_t keys, index_t cols, bfloat16* out) noexcept {
+  constexpr index_t NR = pair_panel;
+  const index_t key_pairs = (keys + 1) / 2;
+  for (index_t cp = 0; cp * NR < cols; ++cp) {
+    bfloat16* panel = out + cp * key_pairs * 2 * NR;
+    const index_t n = std::min(NR, cols - cp * NR);
+    for (index_t j = 0; j < 2 * key_pairs; ++j) {
+      const bfloat16* row = v + j * ldv + cp * NR;
+      bfloat16* dst = panel + (j / 2) * 2 * NR + j % 2;
+      for (index_t c = 0; c < NR; ++c) dst[2 * c] = j < keys && c < n ? row[c] : bfloat16(0.0f);
+    }
+  }
+}
+
+/// The generic form of pair_micro_kernel: the same sums, widened value by value (tests check
+/// the packed layouts with it on every target).
+inline void pair_micro_kernel(index_t pairs, const bfloat16* a, index_t lda, index_t m_valid, const bfloat16* b,
+                              index_t n_valid, float* c, index_t ldc, const float* c_scale, float alpha,
+                              generic_isa) noexcept {
+  constexpr index_t NR = pair_panel;
+  for (index_t r = 0; r < m_valid; ++r)
+    for (index_t j = 0; j < n_valid; ++j) {
+      float sum = 0;
+      for (index_t p = 0; p < pairs; ++p)
+        sum += static_cast<float>(a[r * lda + 2 * p]) * static_cast<float>(b[p * 2 * NR + 2 * j]) +
+               static_cast<float>(a[r * lda + 2 * p + 1]) * static_cast<float>(b[p * 2 * NR + 2 * j + 1]);
+      float& out = c[r * ldc + j];
+      out = c_scale ? alpha * sum + c_scale[r] * out : alpha * sum;
+    }
+}
+
+#if defined(HEED_SIMD_AVX512_BF16)
+/// One MR × NR block with vdpbf16ps: c[r, j] = alpha · Σ_p (a[r, 2p]·b[p, j, 0] + a[r, 2p+1]·b[p, j, 1])
+/// (+ c_scale[r] · c[r, j]) for r < m_valid, j < n_valid. A's rows hold 2·pairs readable values
+/// (lda apart); b is a pair-packed panel (pack_kt_pairs, pack_v_pairs) from its pair `0`.
+inline void pair_micro_kernel(index_t pairs, const bfloat16* a, index_t lda, index_t m_valid, const bfloat16* b,
+                              index_t n_valid, float* c, index_t ldc, const float* c_scale, float alpha,
+                              avx512_bf16_isa) noexcept {
+  constexpr index_t MR = AttentionTile<float>::mr, NR = pair_panel;
+  const bfloat16* rows[static_cast<std::size_t>(MR)];
+  for (index_t r = 0; r < MR; ++r) rows[r] = a + std::min(r, m_valid - 1) * lda;
+  __m512 acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
+  for (index_t r = 0; r < MR; ++r) acc0[r] = _mm512_setzero_ps(), acc1[r] = _mm512_setzero_ps();
+  HEED_UNROLL(4)
+  for (index_t p = 0; p < pairs; ++p) {
+    const __m512i b0 = _mm512_loadu_si512(b + p * 2 * NR), b1 = _mm512_loadu_si512(b + p * 2 * NR + NR);
+    HEED_UNROLL(16)
+    for (index_t r = 0; r < MR; ++r) {
+      std::uint32_t both;
+      std::memcpy(&both, rows[r] + 2 * p, sizeof both);
+      const __m512i ar = _mm512_set1_epi32(static_cast<int>(both));
+      acc0[r] = _mm512_dpbf16_ps(acc0[r], (__m512bh)ar, (__m512bh)b0);
+      acc1[r] = _mm512_dpbf16_ps(acc1[r], (__m512bh)ar, (__m512bh)b1);
+    }
+  }
+  const __m512 va = _mm512_set1_ps(alpha);
+  if (m_valid == MR && n_valid == NR) {
+    for (index_t r = 0; r < MR; ++r) {
+      float* row = c + r * ldc;
+      if (c_scale) {
+        const __m512 sc = _mm512_set1_ps(c_scale[r]);
+        _mm512_storeu_ps(row, _mm512_fmadd_ps(acc0[r], va, _mm512_mul_ps(_mm512_loadu_ps(row), sc)));
+        _mm512_storeu_ps(row + 16, _mm512_fmadd_ps(acc1[r], va, _mm512_mul_ps(_mm512_loadu_ps(row + 16), sc)));
+      } else {
+        _mm512_storeu_ps(row, _mm512_mul_ps(acc0[r], va));
+        _mm512_storeu_ps(row + 16, _mm512_mul_ps(acc1[r], va));
+      }
+    }
+    return;
+  }
+  alignas(64) float tile[static_cast<std::size_t>(MR * NR)];
+  for (index_t r = 0; r < MR; ++r) {
+    _mm512_store_ps(tile + r * NR, _mm512_mul_ps(acc0[r], va));
+    _mm512_store_ps(tile + r * NR + 16, _mm512_mul_ps(acc1[r], va));
+  }
+  for (index_t r = 0; r < m_valid; ++r)
+    for (index_t j = 0; j < n_valid; ++j) {
+      float& out = c[r * ldc + j];
+      out = c_scale ? tile[r * NR + j] + c_scale[r] * out : tile[r * NR + j];
+    }
+}
+#endif
+
+/// width<float> probabilities rounded to bfloat16 at p: the generic form (store_narrowed).
+inline void store_probabilities(bfloat16* p, batch<float> x, generic_isa) noexcept {
+  store_narrowed(p, x);
+}
+
+#if defined(HEED_SIMD_AVX512_BF16)
+/// 16 probabilities rounded to bfloat16 in one vcvtneps2bf16 (nearest even; subnormals become
+/// zero, which for a probability is below 2^-126 and changes nothing that rounding does not).
+inline void store_probabilities(bfloat16* p, batch<float> x, avx512_bf16_isa) noexcept {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), (__m256i)_mm512_cvtneps_pbh(static_cast<__m512>(x)));
+}
+#endif
+
+/// p[i] = exp(x[i] - shift) rounded to bfloat16 for i < n, returning Σ_i exp(x[i] - shift) of the
+/// unrounded values: a softmax step whose probabilities go to pair products.
+inline float exp_sum_rounded(const float* x, float shift, bfloat16* p, index_t n) noexcept {
+  constexpr index_t W = static_cast<index_t>(width<float>);
+  index_t i = 0;
+  float total = 0;
+  if (n >= W) {
+    const batch<float> vshift = broadcast(shift);
+    batch<float> acc = broadcast(0.0f);
+    for (; i + W <= n; i += W) {
+      const batch<float> e = exp(load(x + i) - vshift);
+      store_probabilities(p + i, e, target_isa{});
+      acc = acc + e;
+    }
+    total = reduce_add(acc);
+  }
+  for (; i < n; ++i) {
+    const float e = std::exp(x[i] - shift);
+    p[i] = bfloat16(e);
+    total += e;
+  }
+  return total;
+}
+
+/// pair_micro_kernel on the compile-time target.
+inline void pair_micro_kernel(index_t pairs, const bfloat16* a, index_t lda, index_t m_valid, const bfloat16* b,
+                              index_t n_valid, float* c, index_t ldc, const float* c_scale, float alpha) noexcept {
+  pair_micro_kernel(pairs, a, lda, m_valid, b, n_valid, c, ldc, c_scale, alpha, target_isa{});
 }
 
 }  // namespace heed::simd

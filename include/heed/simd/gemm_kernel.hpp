@@ -20,6 +20,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "heed/core/scalar.hpp"
@@ -219,6 +221,165 @@ inline void pack_a(const T* a, index_t lda, index_t rows, index_t kc, accumulato
   constexpr index_t MR = GemmTile<T>::mr;
   for (index_t i0 = 0; i0 < rows; i0 += MR, out += kc * MR)
     pack_a_panel(a + i0 * lda, lda, std::min(MR, rows - i0), kc, out, target_isa{});
+}
+
+// ---------------------------------------------------------------------------------------------
+// bfloat16 pair products (AVX-512 BF16's vdpbf16ps, described in simd/attention_kernel.hpp):
+// where simd::bf16_pair_products holds, a bfloat16 PackedMatrix keeps k in pairs inside each
+// panel (w[j, 2p], w[j, 2p + 1] side by side), A's micro-panels are packed the same way
+// (pack_a_pairs, still 16-bit), and gemm_pair_micro_kernel computes the float tile of C with
+// 2·MR·NR multiply-adds per pair step. An odd k is padded with a zero.
+
+/// Values of k a pair-packed block of kc holds: kc rounded up to even.
+[[nodiscard]] constexpr index_t pair_depth(index_t kc) noexcept {
+  return (kc + 1) / 2 * 2;
+}
+
+/// A[rows, 0 : kc] (leading dimension lda) → MR-row micro-panels of pair_depth(kc) · MR values,
+/// each out[(kk / 2) · 2MR + 2r + kk % 2] = a[r, kk], zero past `rows` and past kc.
+inline void pack_a_pairs(const bfloat16* a, index_t lda, index_t rows, index_t kc, bfloat16* out) noexcept {
+  constexpr index_t MR = GemmTile<float>::mr;
+  const index_t depth = pair_depth(kc), whole = kc / 2;  // pairs in all, pairs without padding
+  for (index_t i0 = 0; i0 < rows; i0 += MR, out += depth * MR) {
+    const index_t mr = std::min(MR, rows - i0);
+    for (index_t r = 0; r < mr; ++r) {  // a row's pairs are 32 bits each: copied as such
+      const bfloat16* row = a + (i0 + r) * lda;
+      for (index_t p = 0; p < whole; ++p) std::memcpy(out + p * 2 * MR + 2 * r, row + 2 * p, 2 * sizeof(bfloat16));
+      if (kc % 2 != 0) {
+        out[whole * 2 * MR + 2 * r] = row[kc - 1];
+        out[whole * 2 * MR + 2 * r + 1] = bfloat16(0.0f);
+      }
+    }
+    for (index_t r = mr; r < MR; ++r)
+      for (index_t p = 0; p < depth / 2; ++p) out[p * 2 * MR + 2 * r] = out[p * 2 * MR + 2 * r + 1] = bfloat16(0.0f);
+  }
+}
+
+/// The generic form of gemm_pair_micro_kernel: the same sums, value by value.
+inline void gemm_pair_micro_kernel(index_t pairs, const bfloat16* a, const bfloat16* b, float* c, index_t ldc,
+                                   const float* src, index_t lds, const float* bias, bool relu, index_t m_valid,
+                                   index_t n_valid, generic_isa) noexcept {
+  constexpr index_t MR = GemmTile<float>::mr, NR = GemmTile<float>::nr;
+  for (index_t r = 0; r < m_valid; ++r)
+    for (index_t j = 0; j < n_valid; ++j) {
+      float sum = bias ? bias[j] : 0.0f;
+      for (index_t p = 0; p < pairs; ++p)
+        sum += static_cast<float>(a[p * 2 * MR + 2 * r]) * static_cast<float>(b[p * 2 * NR + 2 * j]) +
+               static_cast<float>(a[p * 2 * MR + 2 * r + 1]) * static_cast<float>(b[p * 2 * NR + 2 * j + 1]);
+      const float value = (src ? src[r * lds + j] : 0.0f) + sum;
+      c[r * ldc + j] = relu && value < 0.0f ? 0.0f : value;
+    }
+}
+
+#if defined(HEED_SIMD_AVX512_BF16)
+/// gemm_micro_kernel on pair products: c[r, j] = (src ? src[r, j] : 0) + Σ_kk a[r, kk]·w[j, kk]
+/// (+ bias[j], then max(·, 0) if relu) over `pairs` pairs of k, a from pack_a_pairs, b a
+/// pair-packed PackedMatrix panel; rows < m_valid and columns < n_valid are read and written.
+inline void gemm_pair_micro_kernel(index_t pairs, const bfloat16* a, const bfloat16* b, float* c, index_t ldc,
+                                   const float* src, index_t lds, const float* bias, bool relu, index_t m_valid,
+                                   index_t n_valid, avx512_bf16_isa) noexcept {
+  constexpr index_t MR = GemmTile<float>::mr, NR = GemmTile<float>::nr;
+  static_assert(NR == 32, "two vectors of 16 floats per row of C");
+  for (index_t r = 0; r < m_valid; ++r) {
+    if (src) {
+      prefetch(src + r * lds);
+      prefetch(src + r * lds + NR - 1);
+    }
+    if (src != c) {
+      prefetch_for_write(c + r * ldc);
+      prefetch_for_write(c + r * ldc + NR - 1);
+    }
+  }
+  const __m512 init0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+  const __m512 init1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
+  __m512 acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
+  for (index_t r = 0; r < MR; ++r) acc0[r] = init0, acc1[r] = init1;
+  HEED_UNROLL(4)
+  for (index_t p = 0; p < pairs; ++p) {
+    const __m512i b0 = _mm512_loadu_si512(b + p * 2 * NR), b1 = _mm512_loadu_si512(b + p * 2 * NR + NR);
+    const bfloat16* ap = a + p * 2 * MR;
+    HEED_UNROLL(16)
+    for (index_t r = 0; r < MR; ++r) {
+      std::uint32_t both;
+      std::memcpy(&both, ap + 2 * r, sizeof both);
+      const __m512i ar = _mm512_set1_epi32(static_cast<int>(both));
+      acc0[r] = _mm512_dpbf16_ps(acc0[r], (__m512bh)ar, (__m512bh)b0);
+      acc1[r] = _mm512_dpbf16_ps(acc1[r], (__m512bh)ar, (__m512bh)b1);
+    }
+  }
+  const __m512 zero = _mm512_setzero_ps();
+  if (m_valid == MR && n_valid == NR) {
+    for (index_t r = 0; r < MR; ++r) {
+      if (src) {
+        acc0[r] = _mm512_add_ps(acc0[r], _mm512_loadu_ps(src + r * lds));
+        acc1[r] = _mm512_add_ps(acc1[r], _mm512_loadu_ps(src + r * lds + 16));
+      }
+      if (relu) {
+        acc0[r] = _mm512_max_ps(acc0[r], zero);
+        acc1[r] = _mm512_max_ps(acc1[r], zero);
+      }
+      _mm512_storeu_ps(c + r * ldc, acc0[r]);
+      _mm512_storeu_ps(c + r * ldc + 16, acc1[r]);
+    }
+    return;
+  }
+  alignas(64) float tile[static_cast<std::size_t>(MR * NR)];
+  for (index_t r = 0; r < MR; ++r) {
+    _mm512_store_ps(tile + r * NR, acc0[r]);
+    _mm512_store_ps(tile + r * NR + 16, acc1[r]);
+  }
+  for (index_t r = 0; r < m_valid; ++r)
+    for (index_t j = 0; j < n_valid; ++j) {
+      const float value = (src ? src[r * lds + j] : 0.0f) + tile[r * NR + j];
+      c[r * ldc + j] = relu && value < 0.0f ? 0.0f : value;
+    }
+}
+#endif
+
+/// gemm_row_kernel on pair products (one row of C, a decoding step's GEMV): a from pack_a_pairs
+/// (row 0 of its micro-panel), b a pair-packed panel; four chains of pairs, summed at the end.
+inline void gemm_pair_row_kernel(index_t pairs, const bfloat16* a, const bfloat16* b, float* c, const float* src,
+                                 const float* bias, bool relu, index_t n_valid) noexcept {
+  constexpr index_t NR = GemmTile<float>::nr;
+#if defined(HEED_SIMD_AVX512_BF16)
+  constexpr index_t MR = GemmTile<float>::mr;
+  __m512 acc[8];
+  for (auto& x : acc) x = _mm512_setzero_ps();
+  index_t p = 0;
+  const auto step = [&](index_t q, int chain) {
+    std::uint32_t both;
+    std::memcpy(&both, a + q * 2 * MR, sizeof both);
+    const __m512i ar = _mm512_set1_epi32(static_cast<int>(both));
+    acc[2 * chain] = _mm512_dpbf16_ps(acc[2 * chain], (__m512bh)ar, (__m512bh)_mm512_loadu_si512(b + q * 2 * NR));
+    acc[2 * chain + 1] =
+        _mm512_dpbf16_ps(acc[2 * chain + 1], (__m512bh)ar, (__m512bh)_mm512_loadu_si512(b + q * 2 * NR + NR));
+  };
+  for (; p + 4 <= pairs; p += 4)
+    for (int u = 0; u < 4; ++u) step(p + u, u);
+  for (; p < pairs; ++p) step(p, 0);
+  __m512 lo = _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[4], acc[6]));
+  __m512 hi = _mm512_add_ps(_mm512_add_ps(acc[1], acc[3]), _mm512_add_ps(acc[5], acc[7]));
+  if (bias) {
+    lo = _mm512_add_ps(lo, _mm512_loadu_ps(bias));
+    hi = _mm512_add_ps(hi, _mm512_loadu_ps(bias + 16));
+  }
+  alignas(64) float row[static_cast<std::size_t>(NR)];
+  _mm512_store_ps(row, lo);
+  _mm512_store_ps(row + 16, hi);
+  for (index_t j = 0; j < n_valid; ++j) {
+    const float value = (src ? src[j] : 0.0f) + row[j];
+    c[j] = relu && value < 0.0f ? 0.0f : value;
+  }
+#else
+  gemm_pair_micro_kernel(pairs, a, b, c, NR, src, NR, bias, relu, 1, n_valid, generic_isa{});
+#endif
+}
+
+/// gemm_pair_micro_kernel on the compile-time target.
+inline void gemm_pair_micro_kernel(index_t pairs, const bfloat16* a, const bfloat16* b, float* c, index_t ldc,
+                                   const float* src, index_t lds, const float* bias, bool relu, index_t m_valid,
+                                   index_t n_valid) noexcept {
+  gemm_pair_micro_kernel(pairs, a, b, c, ldc, src, lds, bias, relu, m_valid, n_valid, target_isa{});
 }
 
 }  // namespace heed::simd

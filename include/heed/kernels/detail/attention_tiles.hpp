@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
+#include "heed/core/detail/buffer_cache.hpp"
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/attention_options.hpp"
@@ -37,20 +39,28 @@ struct alignas(128) AttentionScratch {
 
 // O[0:ni, :] = c · O + P V for one key tile: P [ni, nj] (leading dimension ldp), V rows from v
 // (ldv apart, in V's storage type), O [ni, dv] (leading dimension dv), c per row (nullptr:
-// O = P V). Full NR-wide column blocks run on the micro-kernel; the last dv % NR columns on a
-// plain loop.
+// O = P V). Full NR-wide column blocks run on the micro-kernel, then a half-width block where
+// one vector of columns is left (d = 80, 96, ...); the last dv % (NR / 2) columns on a plain
+// loop.
 template <class T, class TV>
 void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t nj, const TV* v, index_t ldv, index_t dv, T* o,
                    const T* c) noexcept {
   constexpr index_t MR = simd::AttentionTile<T>::mr, NR = simd::AttentionTile<T>::nr;
   if (ni == 1) return simd::attention_row_pv(nj, p, v, ldv, dv, o, c);
-  const index_t full = dv / NR * NR;
+  constexpr index_t W = NR / 2;
+  index_t full = dv / NR * NR;
   // column block by column block: those NR columns of V's nj rows stay in L1 while every row
   // block of P reads them
   for (index_t c0 = 0; c0 < full; c0 += NR)
     for (index_t ir = 0; ir < ni; ir += MR)
       simd::attention_micro_kernel(nj, p + ir * ldp, ldp, std::min(MR, ni - ir), v + c0, ldv, NR, o + ir * dv + c0, dv,
                                    c ? c + ir : nullptr, T(1));
+  if (dv - full >= W) {
+    for (index_t ir = 0; ir < ni; ir += MR)
+      simd::attention_micro_kernel<T, 1>(nj, p + ir * ldp, ldp, std::min(MR, ni - ir), v + full, ldv, W,
+                                         o + ir * dv + full, dv, c ? c + ir : nullptr, T(1));
+    full += W;
+  }
   for (index_t i = 0; i < ni; ++i)
     for (index_t col = full; col < dv; ++col) {
       T sum = c ? c[i] * o[i * dv + col] : T(0);
@@ -290,6 +300,25 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
 
   if constexpr (requires { scorer.prepare(threads); }) scorer.prepare(threads);
 
+  // bfloat16 where the target has AVX-512 BF16: V is packed once per call with its keys in pairs,
+  // each span's P is rounded to bfloat16, and O = c·O + P·V runs on pair products (vdpbf16ps).
+  // Scores, m, l and O stay float; rounding P costs at most 2^-8 · Σ_j p_j·|v_j| in each output
+  // (docs/decisions.md). Spans must start at an even key: block_k even.
+  constexpr bool pairs = std::is_same_v<T, bfloat16> && simd::bf16_pair_products;
+  constexpr index_t NR = simd::pair_panel;
+  const index_t Hkv = v.size(1), key_pairs = (Lk + 1) / 2, col_panels = (dv + NR - 1) / NR;
+  const bool pair_pv = pairs && bk % 2 == 0 && Lq >= 2 * simd::AttentionTile<Acc>::mr && dv > 0;
+  std::unique_ptr<T, AlignedDelete> packed_v;
+  if constexpr (pairs) {
+    if (pair_pv) {
+      packed_v = aligned_storage<T>(B * Hkv * col_panels * key_pairs * 2 * NR, false);
+      parallel_for(B * Hkv, threads, [&](index_t task, int) {
+        simd::pack_v_pairs(&v(task / Hkv, task % Hkv, 0, 0), v.stride(2), Lk, dv,
+                           packed_v.get() + task * col_panels * key_pairs * 2 * NR);
+      });
+    }
+  }
+
   std::vector<AttentionScratch<Acc>> scratch(static_cast<std::size_t>(threads));
   for (auto& s : scratch) {
     s.scores.resize(static_cast<std::size_t>(bq * ld));
@@ -337,10 +366,29 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
       for (index_t u = 0; u < count; ++u)
         if (kinds[u] == mask::Tile::partial) mask.apply(tile_at(jt + u), S + u * bk, ld);
 
+      // P rounded to bfloat16 for the pair products (a zero after an odd span), written by the
+      // softmax update instead of the float P
+      thread_local std::vector<bfloat16> rounded;
+      const index_t span_pairs = (nj + 1) / 2;
+      if (pair_pv) rounded.resize(static_cast<std::size_t>(ni * 2 * span_pairs));
       for (index_t i = 0; i < ni; ++i) {
         Acc* row = S + i * ld;
         // row := exp(row - m_new); exp(m_old - m_new) rescales what was accumulated
+        if constexpr (pairs) {
+          if (pair_pv && !with_weights) {
+            bfloat16* p = rounded.data() + i * 2 * span_pairs;
+            s.correction[static_cast<std::size_t>(i)] = s.rows[static_cast<std::size_t>(i)].update(row, nj, p);
+            if (nj % 2 != 0) p[nj] = bfloat16(0.0f);
+            continue;
+          }
+        }
         s.correction[static_cast<std::size_t>(i)] = s.rows[static_cast<std::size_t>(i)].update(row, nj);
+        if constexpr (pairs) {
+          if (pair_pv) {  // the weights need the float P too: round a copy
+            simd::narrow(row, rounded.data() + i * 2 * span_pairs, nj);
+            if (nj % 2 != 0) rounded[static_cast<std::size_t>(i * 2 * span_pairs + nj)] = bfloat16(0.0f);
+          }
+        }
         if (with_weights) {
           T* w = &weights(b, h, i0 + i, j0);
           for (index_t j = 0; j < nj; ++j) w[j] = static_cast<T>(row[j]);
@@ -349,6 +397,20 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
         }
       }
       // O = O · correction + P · V_span
+      if constexpr (pairs) {
+        if (pair_pv) {
+          const T* vp = packed_v.get() + (b * Hkv + h / group) * col_panels * key_pairs * 2 * NR + j0 * NR;
+          constexpr index_t MR = simd::AttentionTile<Acc>::mr;
+          for (index_t cp = 0; cp < col_panels; ++cp)
+            for (index_t ir = 0; ir < ni; ir += MR)
+              simd::pair_micro_kernel(span_pairs, rounded.data() + ir * 2 * span_pairs, 2 * span_pairs,
+                                      std::min(MR, ni - ir), vp + cp * key_pairs * 2 * NR, std::min(NR, dv - cp * NR),
+                                      O + ir * dv + cp * NR, dv, started ? s.correction.data() + ir : nullptr, Acc(1));
+          started = true;
+          jt = next;
+          continue;
+        }
+      }
       accumulate_pv(S, ld, ni, nj, &v(b, h / group, j0, 0), v.stride(2), dv, O,
                     started ? s.correction.data() : nullptr);
       started = true;

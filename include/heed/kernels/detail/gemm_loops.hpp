@@ -111,8 +111,11 @@ void gemm_nt_widened_row(const T* a, const Packed& w, T* c, const Options& optio
   constexpr index_t chunk = 4;  // panels per task: 4 · NR columns of C
   const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR, chunks = (panels + chunk - 1) / chunk;
   const T* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
+  constexpr bool pairs = Packed::pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
+  using PackedA = std::conditional_t<pairs, T, Acc>;
   parallel_for(chunks, static_cast<int>(std::min<index_t>(threads, chunks)), [&](index_t task, int) {
-    thread_local std::vector<Acc> packed, row;
+    thread_local std::vector<PackedA> packed;
+    thread_local std::vector<Acc> row;
     if (packed.size() < static_cast<std::size_t>(MR * KC + simd::pack_a_slack))
       packed.resize(static_cast<std::size_t>(MR * KC + simd::pack_a_slack));
     if (row.size() < static_cast<std::size_t>(chunk * NR)) row.resize(static_cast<std::size_t>(chunk * NR));
@@ -122,12 +125,22 @@ void gemm_nt_widened_row(const T* a, const Packed& w, T* c, const Options& optio
       for (index_t j = 0; j < width; ++j) row[std::size_t(j)] = static_cast<Acc>(init[j0 + j]);
     for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
       const index_t kc = std::min(KC, k - k0);
-      simd::pack_a(a + k0, k, index_t{1}, kc, packed.data());
       const bool last = k0 + KC >= k, add = k0 > 0 || init;
-      for (index_t p = p0; p < p_end; ++p) {
-        Acc* tile = row.data() + (p - p0) * NR;
-        simd::gemm_row_kernel(kc, packed.data(), w.panel(p, k0), tile, add ? tile : nullptr, last ? w.bias(p) : nullptr,
-                              last && options.relu, std::min(NR, n - p * NR));
+      if constexpr (pairs) {
+        simd::pack_a_pairs(a + k0, k, index_t{1}, kc, packed.data());
+        for (index_t p = p0; p < p_end; ++p) {
+          Acc* tile = row.data() + (p - p0) * NR;
+          simd::gemm_pair_row_kernel(simd::pair_depth(kc) / 2, packed.data(), w.panel(p, k0), tile,
+                                     add ? tile : nullptr, last ? w.bias(p) : nullptr, last && options.relu,
+                                     std::min(NR, n - p * NR));
+        }
+      } else {
+        simd::pack_a(a + k0, k, index_t{1}, kc, packed.data());
+        for (index_t p = p0; p < p_end; ++p) {
+          Acc* tile = row.data() + (p - p0) * NR;
+          simd::gemm_row_kernel(kc, packed.data(), w.panel(p, k0), tile, add ? tile : nullptr,
+                                last ? w.bias(p) : nullptr, last && options.relu, std::min(NR, n - p * NR));
+        }
       }
       if (k == 0) break;
     }
@@ -149,8 +162,11 @@ void gemm_nt_widened(const T* a, index_t lda, index_t m, const Packed& w, T* c, 
   // what C starts from: the addend, C itself (accumulate), or zero
   const T* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
   const index_t ld_init = options.addend ? options.ld_addend : ldc;
+  constexpr bool pairs = Packed::pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
+  using PackedA = std::conditional_t<pairs, T, Acc>;
   parallel_for(row_blocks, static_cast<int>(std::min<index_t>(threads, row_blocks)), [&](index_t block, int) {
-    thread_local std::vector<Acc> packed, scratch;
+    thread_local std::vector<PackedA> packed;
+    thread_local std::vector<Acc> scratch;
     if (packed.size() < static_cast<std::size_t>(MC * KC + simd::pack_a_slack))
       packed.resize(static_cast<std::size_t>(MC * KC + simd::pack_a_slack));
     if (scratch.size() < static_cast<std::size_t>(MC * ld)) scratch.resize(static_cast<std::size_t>(MC * ld));
@@ -161,7 +177,11 @@ void gemm_nt_widened(const T* a, index_t lda, index_t m, const Packed& w, T* c, 
           scratch[std::size_t(r * ld + j)] = static_cast<Acc>(init[(i0 + r) * ld_init + j]);
     for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
       const index_t kc = std::min(KC, k - k0);
-      simd::pack_a(a + i0 * lda + k0, lda, mc, kc, packed.data());
+      const index_t depth = pairs ? simd::pair_depth(kc) : kc;  // of a packed micro-panel of A
+      if constexpr (pairs)
+        simd::pack_a_pairs(a + i0 * lda + k0, lda, mc, kc, packed.data());
+      else
+        simd::pack_a(a + i0 * lda + k0, lda, mc, kc, packed.data());
       const bool last = k0 + KC >= k;
       const bool add = k0 > 0 || init;
       const index_t tiles = (mc + MR - 1) / MR;
@@ -170,9 +190,14 @@ void gemm_nt_widened(const T* a, index_t lda, index_t m, const Packed& w, T* c, 
         const index_t n_valid = std::min(NR, n - p * NR);
         for (index_t ir = 0; ir < mc; ir += MR) {
           Acc* tile = scratch.data() + ir * ld + p * NR;
-          if (p + 1 < panels) simd::prefetch_share(w.panel(p + 1, k0), kc * NR, ir / MR, tiles);
-          simd::gemm_micro_kernel(kc, packed.data() + ir * kc, b, tile, ld, add ? tile : nullptr, ld,
-                                  last ? w.bias(p) : nullptr, last && options.relu, std::min(MR, mc - ir), n_valid);
+          if (p + 1 < panels) simd::prefetch_share(w.panel(p + 1, k0), depth * NR, ir / MR, tiles);
+          if constexpr (pairs)
+            simd::gemm_pair_micro_kernel(depth / 2, packed.data() + ir * depth, b, tile, ld, add ? tile : nullptr, ld,
+                                         last ? w.bias(p) : nullptr, last && options.relu, std::min(MR, mc - ir),
+                                         n_valid);
+          else
+            simd::gemm_micro_kernel(kc, packed.data() + ir * kc, b, tile, ld, add ? tile : nullptr, ld,
+                                    last ? w.bias(p) : nullptr, last && options.relu, std::min(MR, mc - ir), n_valid);
         }
       }
       if (k == 0) break;

@@ -7,6 +7,7 @@
 
 #include "heed/core/shape.hpp"
 #include "heed/kernels/masked_rows.hpp"
+#include "heed/simd/attention_kernel.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::detail {
@@ -45,21 +46,13 @@ struct OnlineSoftmax {
   // factor exp(m_old - m_new) by which every quantity accumulated so far (l and the
   // output row) must be scaled. A block of only -inf leaves the state as it was.
   T update(T* scores, index_t n) noexcept {
-    const T block_max = simd::max(scores, n);
-    const T m_new = block_max > m ? block_max : m;
-    if (m_new == -std::numeric_limits<T>::infinity()) {  // nothing seen yet can attend, or a NaN
-      bool poisoned = false;
-      for (index_t i = 0; i < n; ++i) {
-        poisoned = poisoned || std::isnan(scores[i]);
-        scores[i] = T(0);
-      }
-      if (poisoned) l = std::numeric_limits<T>::quiet_NaN();
-      return T(1);
-    }
-    const T correction = std::exp(m - m_new);  // exp(-inf) = 0 on the first block
-    l = l * correction + simd::exp_sum(scores, m_new, scores, n);
-    m = m_new;
-    return correction;
+    return fold(scores, n, [&](T m_new) { return simd::exp_sum(scores, m_new, scores, n); });
+  }
+
+  // The same, writing exp(s - m_new) rounded to bfloat16 into `rounded` (the P of the pair
+  // products, simd/attention_kernel.hpp) instead of over the scores; l sums the unrounded values.
+  T update(T* scores, index_t n, bfloat16* rounded) noexcept {
+    return fold(scores, n, [&](T m_new) { return simd::exp_sum_rounded(scores, m_new, rounded, n); });
   }
 
   // The factor that turns the accumulated row into the softmax-weighted result (NaN after a NaN
@@ -67,6 +60,29 @@ struct OnlineSoftmax {
   [[nodiscard]] T normalizer(MaskedRows masked_rows) const noexcept {
     if (l != T(0)) return T(1) / l;
     return masked_rows == MaskedRows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
+  }
+
+ private:
+  // exp_into(m_new) writes the block's exp(s - m_new) where the caller wants it and returns their
+  // sum; a block with nothing visible yet writes zeros there through it (exp(-inf) = 0).
+  template <class ExpInto>
+  T fold(T* scores, index_t n, ExpInto exp_into) noexcept {
+    const T block_max = simd::max(scores, n);
+    const T m_new = block_max > m ? block_max : m;
+    if (m_new == -std::numeric_limits<T>::infinity()) {  // nothing seen yet can attend, or a NaN
+      bool poisoned = false;
+      for (index_t i = 0; i < n; ++i) {
+        poisoned = poisoned || std::isnan(scores[i]);
+        scores[i] = -std::numeric_limits<T>::infinity();
+      }
+      exp_into(T(0));  // exp(-inf - 0) = 0 everywhere
+      if (poisoned) l = std::numeric_limits<T>::quiet_NaN();
+      return T(1);
+    }
+    const T correction = std::exp(m - m_new);  // exp(-inf) = 0 on the first block
+    l = l * correction + exp_into(m_new);
+    m = m_new;
+    return correction;
   }
 };
 

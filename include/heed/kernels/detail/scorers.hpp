@@ -30,6 +30,8 @@ class DotScorer {
  public:
   using Acc = accumulator_t<T>;
   static constexpr index_t MR = simd::AttentionTile<Acc>::mr, NR = simd::AttentionTile<Acc>::nr;
+  // bfloat16 on AVX-512 BF16: Kᵀ packed with the depth in pairs, tiles on pair_micro_kernel
+  static constexpr bool pairs = std::is_same_v<T, bfloat16> && simd::bf16_pair_products;
 
   DotScorer(TensorView<const T, 4> q, TensorView<const T, 4> k, Acc scale)
       : q_(q), k_(k), scale_(scale), group_(q.size(1) / std::max<index_t>(k.size(1), 1)) {}
@@ -39,18 +41,26 @@ class DotScorer {
   // scores() takes the dot-product path: slower for many query rows, never wrong.
   void prepare(int threads) {
     if (q_.size(2) < 2 * MR || k_.size(2) == 0 || q_.size(3) == 0) return;
-    panel_stride_ = (k_.size(2) + NR - 1) / NR * NR * k_.size(3);
+    const index_t depth = pairs ? (k_.size(3) + 1) / 2 * 2 : k_.size(3);
+    panel_stride_ = (k_.size(2) + NR - 1) / NR * NR * depth;
     // not value-initialized: pack_kt writes every value (the padding keys too), on the workers
     packed_ = aligned_storage<T>(k_.size(0) * k_.size(1) * panel_stride_, false);
     parallel_for(k_.size(0) * k_.size(1), threads, [&](index_t task, int) {
       const index_t b = task / k_.size(1), h = task % k_.size(1);
-      simd::pack_kt(&k_(b, h, 0, 0), k_.stride(2), k_.size(2), k_.size(3), packed_.get() + task * panel_stride_);
+      if constexpr (pairs)
+        simd::pack_kt_pairs(&k_(b, h, 0, 0), k_.stride(2), k_.size(2), k_.size(3),
+                            packed_.get() + task * panel_stride_);
+      else
+        simd::pack_kt(&k_(b, h, 0, 0), k_.stride(2), k_.size(2), k_.size(3), packed_.get() + task * panel_stride_);
     });
     prepared_ = true;
   }
 
   void scores(const TileRef& t, Acc* out, index_t ld) const {
     const index_t d = q_.size(3), hk = t.h / group_;
+    if constexpr (pairs) {
+      if (prepared_ && t.j0 % NR == 0) return pair_scores(t, out, ld);
+    }
     if (prepared_ && t.j0 % NR == 0) {
       const T* kt = packed_.get() + (t.b * k_.size(1) + hk) * panel_stride_ + t.j0 * d;
       const auto run = [&](const auto* q, index_t ldq) {
@@ -81,6 +91,29 @@ class DotScorer {
   }
 
  private:
+  // The tile on pair products: Q's rows are read in place (a copy with a zero appended when the
+  // depth is odd), Kᵀ from its pair-packed panels.
+  void pair_scores(const TileRef& t, Acc* out, index_t ld) const {
+    const index_t d = q_.size(3), pairs_per_row = (d + 1) / 2;
+    const T* kt = packed_.get() + (t.b * k_.size(1) + t.h / group_) * panel_stride_ + t.j0 * 2 * pairs_per_row;
+    const T* q = &q_(t.b, t.h, t.i0, 0);
+    index_t ldq = q_.stride(2);
+    if (d % 2 != 0) {
+      thread_local std::vector<T> padded;
+      padded.resize(static_cast<std::size_t>(t.ni * (d + 1)));
+      for (index_t i = 0; i < t.ni; ++i) {
+        std::copy_n(&q_(t.b, t.h, t.i0 + i, 0), d, padded.begin() + i * (d + 1));
+        padded[static_cast<std::size_t>(i * (d + 1) + d)] = T(0.0f);
+      }
+      q = padded.data();
+      ldq = d + 1;
+    }
+    for (index_t jp = 0; jp < t.nj; jp += NR)
+      for (index_t ir = 0; ir < t.ni; ir += MR)
+        simd::pair_micro_kernel(pairs_per_row, q + ir * ldq, ldq, std::min(MR, t.ni - ir), kt + jp * 2 * pairs_per_row,
+                                std::min(NR, t.nj - jp), out + ir * ld + jp, ld, nullptr, scale_);
+  }
+
   TensorView<const T, 4> q_, k_;
   Acc scale_;
   index_t group_;

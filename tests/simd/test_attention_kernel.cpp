@@ -143,6 +143,43 @@ TEST(PairProducts, PackedKeysAndValuesOnTheTargetAndGeneric) {
 
 // exp(x - shift) rounded to bfloat16 (within half a bfloat16 ulp: 2^-8 relative at most), the sum of the
 // unrounded values.
+// Every value of the pair-packed layouts, padding included: odd depths and key counts, a last
+// panel of keys or columns that is not full, a leading dimension past the row.
+TEST(PairProducts, PackedLayoutsValueByValue) {
+  constexpr index_t NR = simd::pair_panel;
+  for (const index_t rows : {index_t{1}, index_t{7}, NR, NR + 5})
+    for (const index_t depth : {index_t{1}, index_t{6}, index_t{9}, NR + 3}) {
+      SCOPED_TRACE(testing::Message() << rows << " rows, depth " << depth);
+      const index_t ld = depth + 2, panels = (rows + NR - 1) / NR, pairs = (depth + 1) / 2;
+      const auto x = heed::cast<heed::bfloat16>(heed::randn<float>({rows + 1, ld}, 11));
+      // Kᵀ: rows are keys, depth their head dim
+      std::vector<heed::bfloat16> kt(static_cast<std::size_t>(panels * pairs * 2 * NR), heed::bfloat16(-1.0f));
+      simd::pack_kt_pairs(x.data(), ld, rows, depth, kt.data());
+      for (index_t p = 0; p < panels; ++p)
+        for (index_t kp = 0; kp < pairs; ++kp)
+          for (index_t j = 0; j < NR; ++j)
+            for (index_t e = 0; e < 2; ++e) {
+              const index_t key = p * NR + j, kk = 2 * kp + e;
+              const float want = key < rows && kk < depth ? float(x(key, kk)) : 0.0f;
+              ASSERT_EQ(float(kt[static_cast<std::size_t>(p * pairs * 2 * NR + kp * 2 * NR + 2 * j + e)]), want)
+                  << "Kᵀ key " << key << " depth " << kk;
+            }
+      // V: rows are keys, depth its columns
+      const index_t key_pairs = (rows + 1) / 2, col_panels = (depth + NR - 1) / NR;
+      std::vector<heed::bfloat16> vp(static_cast<std::size_t>(col_panels * key_pairs * 2 * NR), heed::bfloat16(-1.0f));
+      simd::pack_v_pairs(x.data(), ld, rows, depth, vp.data());
+      for (index_t cp = 0; cp < col_panels; ++cp)
+        for (index_t jp = 0; jp < key_pairs; ++jp)
+          for (index_t c = 0; c < NR; ++c)
+            for (index_t e = 0; e < 2; ++e) {
+              const index_t key = 2 * jp + e, col = cp * NR + c;
+              const float want = key < rows && col < depth ? float(x(key, col)) : 0.0f;
+              ASSERT_EQ(float(vp[static_cast<std::size_t>(cp * key_pairs * 2 * NR + jp * 2 * NR + 2 * c + e)]), want)
+                  << "V key " << key << " column " << col;
+            }
+    }
+}
+
 TEST(PairProducts, ExpSumRoundedIsTheSoftmaxStepInBfloat16) {
   for (index_t n : {1, 15, 16, 33, 256}) {
     const auto x = heed::randn<float>({n}, 7);

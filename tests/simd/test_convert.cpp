@@ -1,5 +1,5 @@
 // simd::load_widened against Eigen's scalar conversions, for every bfloat16 and half bit
-// pattern (the AVX2 shift for bfloat16, F16C for half, and the generic loop, in the -march
+// pattern (the AVX2 shift for bfloat16, F16C for half, AVX-512, and the generic loop, in the -march
 // variants of this test), store_narrowed / narrow against heed::convert (round to nearest,
 // ties to even) for every float whose rounding is in question, and dot_widened against a
 // double loop.

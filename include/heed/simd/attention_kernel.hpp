@@ -222,33 +222,52 @@ inline void pack_kt(const T* k, index_t ldk, index_t keys, index_t depth, T* out
 inline constexpr index_t pair_panel = AttentionTile<float>::nr;
 
 /// Kᵀ in panels of pair_panel keys with the depth in pairs: out[p·P·2NR + kp·2NR + 2j + e] =
-/// k[(p·NR + j)·ldk + 2kp + e], P = ceil(depth / 2); zero past `keys` and past `depth`.
+/// k[(p·NR + j)·ldk + 2kp + e], P = ceil(depth / 2); zero past `keys` and past `depth`. A pair is
+/// 32 bits in K's row and in the panel, so it is moved as one.
 inline void pack_kt_pairs(const bfloat16* k, index_t ldk, index_t keys, index_t depth, bfloat16* out) noexcept {
   constexpr index_t NR = pair_panel;
-  const index_t pairs = (depth + 1) / 2;
+  const index_t pairs = (depth + 1) / 2, whole = depth / 2;
   for (index_t p = 0; p * NR < keys; ++p) {
     bfloat16* panel = out + p * pairs * 2 * NR;
     const index_t n = std::min(NR, keys - p * NR);
-    for (index_t j = 0; j < NR; ++j) {
+    for (index_t j = 0; j < n; ++j) {
       const bfloat16* row = k + (p * NR + j) * ldk;
-      for (index_t kk = 0; kk < 2 * pairs; ++kk)
-        panel[(kk / 2) * 2 * NR + 2 * j + kk % 2] = j < n && kk < depth ? row[kk] : bfloat16(0.0f);
+      for (index_t kp = 0; kp < whole; ++kp)
+        std::memcpy(panel + kp * 2 * NR + 2 * j, row + 2 * kp, 2 * sizeof(bfloat16));
+      if (depth % 2 != 0) {
+        panel[whole * 2 * NR + 2 * j] = row[depth - 1];
+        panel[whole * 2 * NR + 2 * j + 1] = bfloat16(0.0f);
+      }
     }
+    for (index_t kp = 0; kp < pairs && n < NR; ++kp)  // the padding keys of the last panel
+      std::fill(panel + kp * 2 * NR + 2 * n, panel + (kp + 1) * 2 * NR, bfloat16(0.0f));
   }
 }
 
 /// V in panels of pair_panel columns with the keys in pairs: out[cp·KP·2NR + jp·2NR + 2c + e] =
-/// v[(2jp + e)·ldv + cp·NR + c], KP = ceil(keys / 2); zero past `keys` and past `cols`.
+/// v[(2jp + e)·ldv + cp·NR + c], KP = ceil(keys / 2); zero past `keys` and past `cols`. Two rows
+/// of a full panel are interleaved as 16-bit integers, which compilers vectorize.
 inline void pack_v_pairs(const bfloat16* v, index_t ldv, index_t keys, index_t cols, bfloat16* out) noexcept {
   constexpr index_t NR = pair_panel;
   const index_t key_pairs = (keys + 1) / 2;
   for (index_t cp = 0; cp * NR < cols; ++cp) {
     bfloat16* panel = out + cp * key_pairs * 2 * NR;
     const index_t n = std::min(NR, cols - cp * NR);
-    for (index_t j = 0; j < 2 * key_pairs; ++j) {
-      const bfloat16* row = v + j * ldv + cp * NR;
-      bfloat16* dst = panel + (j / 2) * 2 * NR + j % 2;
-      for (index_t c = 0; c < NR; ++c) dst[2 * c] = j < keys && c < n ? row[c] : bfloat16(0.0f);
+    for (index_t jp = 0; jp < key_pairs; ++jp) {
+      const bfloat16* r0 = v + 2 * jp * ldv + cp * NR;
+      bfloat16* dst = panel + jp * 2 * NR;
+      if (n == NR && 2 * jp + 1 < keys) {
+        std::uint16_t a0[NR], a1[NR], both[2 * NR];
+        std::memcpy(a0, r0, sizeof a0);
+        std::memcpy(a1, r0 + ldv, sizeof a1);
+        for (index_t c = 0; c < NR; ++c) both[2 * c] = a0[c], both[2 * c + 1] = a1[c];
+        std::memcpy(dst, both, sizeof both);
+        continue;
+      }
+      for (index_t c = 0; c < NR; ++c) {
+        dst[2 * c] = c < n ? r0[c] : bfloat16(0.0f);
+        dst[2 * c + 1] = c < n && 2 * jp + 1 < keys ? r0[ldv + c] : bfloat16(0.0f);
+      }
     }
   }
 }

@@ -123,6 +123,26 @@ inline void store_narrowed(half* p, batch<float> x, avx2_isa) noexcept {
 #endif
 #endif
 
+#if defined(HEED_SIMD_AVX512)
+/// 16 floats → 16 bfloat16, rounded as the AVX2 version: add 0x7FFF plus the lowest kept bit,
+/// keep the top 16 bits (vpmovdw); a NaN keeps its top bits with the quiet bit set. Not
+/// vcvtneps2bf16, which flushes subnormals to zero where heed::convert keeps them.
+inline void store_narrowed(bfloat16* p, batch<float> x, avx512_isa) noexcept {
+  const __m512 v = x;
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  const __m512i kept = _mm512_mask_or_epi32(rounded, nan, bits, _mm512_set1_epi32(0x00400000));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_srli_epi32(kept, 16)));
+}
+/// 16 floats → 16 half with AVX-512's vcvtps2ph (round to nearest even).
+inline void store_narrowed(half* p, batch<float> x, avx512_isa) noexcept {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                      _mm512_cvtps_ph(static_cast<__m512>(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#endif
+
 #if defined(HEED_SIMD_NEON)
 /// 4 floats → 4 bfloat16, rounded as the AVX2 version: add 0x7FFF plus the lowest kept bit, keep
 /// the top 16 bits; a NaN keeps its top bits with the quiet bit set.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "heed/core/cast.hpp"
 #include "heed/core/random.hpp"
 #include "heed/simd/convert.hpp"
 #include "heed/simd/vector_ops.hpp"
@@ -43,6 +44,23 @@ TEST(Convert, EveryBfloat16PatternWidensExactly) {
 }
 TEST(Convert, EveryHalfPatternWidensExactly) {
   expect_every_pattern_widens_exactly<heed::half>();
+}
+
+// widen: whole vectors and a scalar tail, value for value.
+TEST(Convert, WidenCopiesEveryValueExactly) {
+  for (const index_t n : {index_t{0}, index_t{1}, index_t{17}, index_t{37}, index_t{100}}) {
+    const auto b = heed::cast<heed::bfloat16>(heed::randn<float>({n + 1}, 3));
+    const auto h = heed::cast<heed::half>(heed::randn<float>({n + 1}, 4));
+    std::vector<float> wb(static_cast<std::size_t>(n + 1), -7.0f), wh(wb);
+    simd::widen(b.data(), wb.data(), n);
+    simd::widen(h.data(), wh.data(), n);
+    for (index_t i = 0; i < n; ++i) {
+      ASSERT_EQ(wb[static_cast<std::size_t>(i)], static_cast<float>(b(i))) << "bfloat16 " << i << " of " << n;
+      ASSERT_EQ(wh[static_cast<std::size_t>(i)], static_cast<float>(h(i))) << "half " << i << " of " << n;
+    }
+    EXPECT_EQ(wb[static_cast<std::size_t>(n)], -7.0f);  // nothing past n
+    EXPECT_EQ(wh[static_cast<std::size_t>(n)], -7.0f);
+  }
 }
 
 // Floats around every finite 16-bit pattern: the pattern itself, random low bits, the tie

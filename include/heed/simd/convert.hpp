@@ -170,6 +170,16 @@ inline void store_narrowed(T* p, batch<float> x) noexcept {
     store_narrowed(p, x, target_isa{});
 }
 
+/// dst[i] = src[i] in the accumulator type (exact) for i < n.
+template <class T>
+inline void widen(const T* src, accumulator_t<T>* dst, index_t n) noexcept {
+  using A = accumulator_t<T>;
+  constexpr index_t W = static_cast<index_t>(width<A>);
+  index_t i = 0;
+  for (; i + W <= n; i += W) store(dst + i, load_widened(src + i));
+  for (; i < n; ++i) dst[i] = static_cast<A>(src[i]);
+}
+
 /// dst[i] = src[i] rounded to T (nearest, ties to even) for i < n.
 template <class T>
 inline void narrow(const float* src, T* dst, index_t n) noexcept {

@@ -56,6 +56,23 @@ inline void prefetch_share(const T* p, index_t n, index_t part, index_t parts) n
   for (index_t offset = from; offset < to; offset += line) prefetch(bytes + offset);
 }
 
+/// Asks for the lines of an m_valid × nr tile of C and of its addend src (if any): a micro-kernel
+/// needs them only after its k loop, and inside a model they are usually in L3 by then, so
+/// asking first keeps the loads at the end from waiting.
+template <class T>
+inline void prefetch_c_tile(T* c, index_t ldc, const T* src, index_t lds, index_t m_valid, index_t nr) noexcept {
+  for (index_t r = 0; r < m_valid; ++r) {
+    if (src) {
+      prefetch(src + r * lds);
+      prefetch(src + r * lds + nr - 1);
+    }
+    if (src != c) {
+      prefetch_for_write(c + r * ldc);
+      prefetch_for_write(c + r * ldc + nr - 1);
+    }
+  }
+}
+
 /// gemm_micro_kernel for a single row of C (a decoding step's GEMV): the same result, without the
 /// MR - 1 rows of padding, its k loop split over four chains of accumulators so that the FMAs do
 /// not wait on each other.
@@ -103,18 +120,7 @@ inline void gemm_micro_kernel(index_t kc, const T* a, const B* b, T* c, index_t 
   static_assert(std::is_same_v<accumulator_t<B>, T>,
                 "the W panel must be stored as T or as a 16-bit type widening to T");
   constexpr index_t MR = GemmTile<T>::mr, NR = GemmTile<T>::nr, W = static_cast<index_t>(width<T>);
-  // The tile of C (and of the addend) is needed only after the k loop, and inside a model it
-  // is usually in L3 by then: ask for its lines now, so that the loads at the end do not wait.
-  for (index_t r = 0; r < m_valid; ++r) {
-    if (src) {
-      prefetch(src + r * lds);
-      prefetch(src + r * lds + NR - 1);
-    }
-    if (src != c) {
-      prefetch_for_write(c + r * ldc);
-      prefetch_for_write(c + r * ldc + NR - 1);
-    }
-  }
+  prefetch_c_tile(c, ldc, src, lds, m_valid, NR);
   batch<T> acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
   const batch<T> zero = broadcast(T(0));
   const batch<T> init0 = bias ? load(bias) : zero, init1 = bias ? load(bias + W) : zero;
@@ -280,16 +286,7 @@ inline void gemm_pair_micro_kernel(index_t pairs, const bfloat16* a, const bfloa
                                    index_t n_valid, avx512_bf16_isa) noexcept {
   constexpr index_t MR = GemmTile<float>::mr, NR = GemmTile<float>::nr;
   static_assert(NR == 32, "two vectors of 16 floats per row of C");
-  for (index_t r = 0; r < m_valid; ++r) {
-    if (src) {
-      prefetch(src + r * lds);
-      prefetch(src + r * lds + NR - 1);
-    }
-    if (src != c) {
-      prefetch_for_write(c + r * ldc);
-      prefetch_for_write(c + r * ldc + NR - 1);
-    }
-  }
+  prefetch_c_tile(c, ldc, src, lds, m_valid, NR);
   const __m512 init0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
   const __m512 init1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
   __m512 acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "heed/core/random.hpp"
 #include "heed/kernels/conv2d.hpp"
@@ -80,6 +82,34 @@ TEST(Pooling, GlobalAveragesAndChannelMeanMax) {
         EXPECT_EQ(mm(b, 1, i, j), m);
       }
   }
+}
+
+// CBAM's reduction of channel-scaled planes: whole register blocks of columns and the columns
+// past them (plane 7 · 13 = 91), against a double sum and the exact max of the same products.
+TYPED_TEST(Conv2d, ScaledMeanMaxOverChannelsBlocksAndTail) {
+  using T = TypeParam;
+  for (const index_t C : {index_t{1}, index_t{5}})
+    for (const index_t plane : {index_t{91}, index_t{7}, index_t{128}}) {
+      const auto x = heed::randn<T>({C, plane}, 7);
+      const auto scale = heed::randn<T>({C}, 8);
+      std::vector<T> mean(static_cast<std::size_t>(plane)), max(mean.size());
+      heed::detail::scaled_mean_max_over_channels(x.data(), scale.data(), C, plane, mean.data(), max.data());
+      for (index_t j = 0; j < plane; ++j) {
+        double sum = 0, magnitude = 0;
+        T top = -std::numeric_limits<T>::infinity();
+        for (index_t c = 0; c < C; ++c) {
+          const T v = scale(c) * x(c, j);
+          sum += double(v);
+          magnitude += std::abs(double(v));
+          top = std::max(top, v);
+        }
+        const double want = sum / double(C);
+        ASSERT_NEAR(double(mean[static_cast<std::size_t>(j)]), want,
+                    8 * double(std::numeric_limits<T>::epsilon()) * (1 + magnitude))
+            << "C " << C << " plane " << plane << " column " << j;
+        ASSERT_EQ(max[static_cast<std::size_t>(j)], top) << "C " << C << " plane " << plane << " column " << j;
+      }
+    }
 }
 
 }  // namespace

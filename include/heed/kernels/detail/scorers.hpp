@@ -77,10 +77,7 @@ class DotScorer {
         // work) rather than at each of the micro-kernel's broadcasts
         thread_local std::vector<Acc> widened;
         widened.resize(static_cast<std::size_t>(t.ni * d));
-        for (index_t i = 0; i < t.ni; ++i) {
-          const T* row = &q_(t.b, t.h, t.i0 + i, 0);
-          for (index_t c = 0; c < d; ++c) widened[static_cast<std::size_t>(i * d + c)] = static_cast<Acc>(row[c]);
-        }
+        for (index_t i = 0; i < t.ni; ++i) simd::widen(&q_(t.b, t.h, t.i0 + i, 0), widened.data() + i * d, d);
         run(widened.data(), d);
       }
       return;

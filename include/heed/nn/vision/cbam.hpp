@@ -96,7 +96,7 @@ class CBAM {
       spatial_.row(mean_max, H, W, sa);
       detail::write_row(&r.channel_weights(b, 0), C, row, [&](A* g) { std::copy(ca, ca + C, g); });
       detail::write_row(&r.spatial_map(b, 0, 0, 0), plane, row, [&](A* m) { std::copy(sa, sa + plane, m); });
-      for (index_t c = 0; c < C; ++c)
+      for (index_t c = 0; c < C; ++c)  // the first channels are in L2 (channel_reductions.hpp)
         detail::write_row(r.output.data() + (b * C + c) * plane, plane, row,
                           [&](A* y) { simd::multiply_scaled(ca[c], xb + c * plane, sa, y, plane); });
     });

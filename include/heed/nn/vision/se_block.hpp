@@ -82,14 +82,14 @@ class SEBlock {
       A* wide = scratch + 2 * C;
       A* row = wide + C * plane;
       const A* xb = detail::widened_sample(in.data() + b * C * plane, C * plane, wide);
-      detail::plane_means(xb, C, plane, scratch);
+      detail::plane_means(xb, C, plane, scratch, /*last_first=*/true);
       const A* gate =
           detail::write_row(&r.channel_weights(b, 0), C, row, [&](A* g) { gate_.row(scratch, scratch + C, g); });
       if constexpr (is_16bit_float_v<Scalar>) {  // the gate leaves `row` for a copy: it is C values
         std::copy(gate, gate + C, scratch + C);
         gate = scratch + C;
       }
-      for (index_t c = 0; c < C; ++c)
+      for (index_t c = 0; c < C; ++c)  // the first channels are in L2 (channel_reductions.hpp)
         detail::write_row(r.output.data() + (b * C + c) * plane, plane, row,
                           [&](A* y) { simd::scale_into(gate[c], xb + c * plane, y, plane); });
     });

@@ -73,7 +73,7 @@ class SpatialAttention {
       A* map = scratch + 2 * plane;
       gate_.row(mean_max, H, W, map);
       detail::write_row(&r.spatial_map(b, 0, 0, 0), plane, row, [&](A* m) { std::copy(map, map + plane, m); });
-      for (index_t c = 0; c < C; ++c)
+      for (index_t c = 0; c < C; ++c)  // the first channels are in L2 (channel_reductions.hpp)
         detail::write_row(r.output.data() + (b * C + c) * plane, plane, row,
                           [&](A* y) { simd::multiply(xb + c * plane, map, y, plane); });
     });

@@ -2,13 +2,81 @@
 #include "heed/core/detail/internal_header_check.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
+#include "heed/core/cast.hpp"
+#include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
+#include "heed/simd/convert.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 // The squeeze steps of the vision attention modules, on raw contiguous planes: one pass over
-// the input each, vectorized with the simd layer.
+// the input each, vectorized with the simd layer. x may be stored in any of heed's scalar types:
+// 16-bit values are widened as they are loaded (simd/convert.hpp) and every sum, max and product
+// is in the accumulator type A, so a bfloat16 sample is never copied to float in memory.
 namespace heed::detail {
+
+// width<A> values of x from p in the accumulator type, and the same for one value.
+template <class S>
+[[nodiscard]] inline simd::batch<accumulator_t<S>> load_accumulated(const S* p) noexcept {
+  return simd::load_widened(p);
+}
+// v rounded to S into p (width<A> values; a plain store when S is the accumulator type).
+template <class S>
+inline void store_rounded(S* p, const simd::batch<accumulator_t<S>>& v) noexcept {
+  if constexpr (std::is_same_v<S, accumulator_t<S>>)
+    simd::store(p, v);
+  else
+    simd::store_narrowed(p, v);
+}
+
+// y[i] = f(x[i], i) for i < n, f callable on (batch of A, index of its first lane) and on (A,
+// index), x read and y written in the storage type S (each output rounded once).
+template <class S, class F>
+inline void map_row(const S* x, S* y, index_t n, F f) noexcept {
+  using A = accumulator_t<S>;
+  constexpr index_t W = static_cast<index_t>(simd::width<A>);
+  index_t i = 0;
+  for (; i + W <= n; i += W) store_rounded(y + i, f(load_accumulated(x + i), i));
+  for (; i < n; ++i) y[i] = heed::convert<S>(f(static_cast<A>(x[i]), i));
+}
+
+// The values at p + i in the form of v: a batch loaded from there for a batch, p[i] for a scalar
+// (map_row's f reads a second row with it).
+template <class V, class A>
+[[nodiscard]] inline V same_form(const V&, const A* p, index_t i) noexcept {
+  if constexpr (std::is_arithmetic_v<V>)
+    return p[i];
+  else
+    return simd::load(p + i);
+}
+
+// Σ_i x[i] in A, four accumulators in turn (as simd::sum).
+template <class S>
+[[nodiscard]] inline accumulator_t<S> sum_row(const S* x, index_t n) noexcept {
+  using A = accumulator_t<S>;
+  if constexpr (std::is_same_v<S, A>) {
+    return simd::sum(x, n);
+  } else {
+    constexpr index_t W = static_cast<index_t>(simd::width<A>);
+    index_t i = 0;
+    A total = A(0);
+    if (n >= W) {
+      auto acc0 = simd::broadcast(A(0)), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+      for (; i + 4 * W <= n; i += 4 * W) {
+        acc0 = acc0 + load_accumulated(x + i);
+        acc1 = acc1 + load_accumulated(x + i + W);
+        acc2 = acc2 + load_accumulated(x + i + 2 * W);
+        acc3 = acc3 + load_accumulated(x + i + 3 * W);
+      }
+      acc0 = (acc0 + acc1) + (acc2 + acc3);
+      for (; i + W <= n; i += W) acc0 = acc0 + load_accumulated(x + i);
+      total = simd::reduce_add(acc0);
+    }
+    for (; i < n; ++i) total += static_cast<A>(x[i]);
+    return total;
+  }
+}
 
 // The vision modules read a sample more than once (a squeeze pass or two, then the output),
 // and a [256, 32, 32] float sample is as large as this machine's L2. So the squeeze passes
@@ -20,9 +88,10 @@ namespace heed::detail {
 
 // means[i] = the mean of the i-th of `planes` contiguous planes of `plane` elements (0 if empty),
 // from the first plane to the last, or from the last to the first with `last_first`.
-template <class T>
-void plane_means(const T* x, index_t planes, index_t plane, T* means, bool last_first = false) noexcept {
-  const auto mean = [&](index_t i) { means[i] = plane > 0 ? simd::sum(x + i * plane, plane) / T(plane) : T(0); };
+template <class S>
+void plane_means(const S* x, index_t planes, index_t plane, accumulator_t<S>* means, bool last_first = false) noexcept {
+  using A = accumulator_t<S>;
+  const auto mean = [&](index_t i) { means[i] = plane > 0 ? sum_row(x + i * plane, plane) / A(plane) : A(0); };
   if (last_first)
     for (index_t i = planes - 1; i >= 0; --i) mean(i);
   else
@@ -37,29 +106,49 @@ void plane_means(const T* x, index_t planes, index_t plane, T* means, bool last_
 // streams the prefetcher follows; blocks of columns over all C channels at once (C streams, 4 KB
 // apart) ran a third slower, and one channel at a time reads and writes mean and max once per
 // channel.
-template <class T>
-void reduce_over_channels(const T* x, const T* scale, index_t C, index_t plane, T* mean, T* max) noexcept {
-  constexpr index_t W = static_cast<index_t>(simd::width<T>), G = 8;
+template <class S, class A = accumulator_t<S>>
+void reduce_over_channels(const S* x, const A* scale, index_t C, index_t plane, A* mean, A* max) noexcept {
+  constexpr index_t W = static_cast<index_t>(simd::width<A>), G = 8;
   const index_t vectors = plane / W * W;
-  const auto scaled = [&](index_t c, const simd::batch<T>& v) { return scale ? simd::broadcast(scale[c]) * v : v; };
+  const auto scaled = [&](index_t c, const auto& v) {
+    if (!scale) return v;
+    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(v)>>)
+      return scale[c] * v;
+    else
+      return simd::broadcast(scale[c]) * v;
+  };
   const index_t last = (C - 1) / G * G;
   for (index_t c0 = last; c0 >= 0; c0 -= G) {
     const index_t g = std::min(G, C - c0);
-    const T* rows = x + c0 * plane;
+    const S* rows = x + c0 * plane;
     const auto group = [&](index_t count) {
       for (index_t j = 0; j < vectors; j += W) {
-        simd::batch<T> sum = scaled(c0, simd::load(rows + j)), top = sum;
+        simd::batch<A> sum = scaled(c0, load_accumulated(rows + j)), top = sum;
         if (c0 != last) {
           top = simd::max(simd::load(max + j), sum);
           sum = simd::load(mean + j) + sum;
         }
         for (index_t c = 1; c < count; ++c) {
-          const simd::batch<T> v = scaled(c0 + c, simd::load(rows + c * plane + j));
+          const simd::batch<A> v = scaled(c0 + c, load_accumulated(rows + c * plane + j));
           sum = sum + v;
           top = simd::max(top, v);
         }
         simd::store(mean + j, sum);
         simd::store(max + j, top);
+      }
+      for (index_t j = vectors; j < plane; ++j) {  // the columns past the last whole vector
+        A sum = scaled(c0, static_cast<A>(rows[j])), top = sum;
+        if (c0 != last) {
+          top = std::max(max[j], sum);
+          sum = mean[j] + sum;
+        }
+        for (index_t c = 1; c < count; ++c) {
+          const A v = scaled(c0 + c, static_cast<A>(rows[c * plane + j]));
+          sum = sum + v;
+          top = std::max(top, v);
+        }
+        mean[j] = sum;
+        max[j] = top;
       }
     };
     if (g == G)
@@ -67,26 +156,20 @@ void reduce_over_channels(const T* x, const T* scale, index_t C, index_t plane, 
     else
       group(g);
   }
-  const T inv = T(1) / T(C);
-  simd::scale(inv, mean, vectors);
-  const index_t rest = plane - vectors;
-  if (rest == 0) return;
-  simd::scale_into(scale ? scale[0] : T(1), x + vectors, mean + vectors, rest);
-  std::copy(mean + vectors, mean + plane, max + vectors);
-  for (index_t c = 1; c < C; ++c)
-    simd::scaled_sum_max(scale ? scale[c] : T(1), x + c * plane + vectors, mean + vectors, max + vectors, rest);
-  simd::scale(inv, mean + vectors, rest);
+  simd::scale(A(1) / A(C), mean, plane);
 }
 
 // out [2, H·W] = (mean over channels, max over channels) of one sample x [C, H·W], contiguous.
-template <class T>
-void mean_max_over_channels(const T* x, index_t C, index_t plane, T* mean, T* max) noexcept {
-  reduce_over_channels(x, static_cast<const T*>(nullptr), C, plane, mean, max);
+template <class S>
+void mean_max_over_channels(const S* x, index_t C, index_t plane, accumulator_t<S>* mean,
+                            accumulator_t<S>* max) noexcept {
+  reduce_over_channels(x, static_cast<const accumulator_t<S>*>(nullptr), C, plane, mean, max);
 }
 
 // The same of the channels scaled first, x_c · scale[c].
-template <class T>
-void scaled_mean_max_over_channels(const T* x, const T* scale, index_t C, index_t plane, T* mean, T* max) noexcept {
+template <class S>
+void scaled_mean_max_over_channels(const S* x, const accumulator_t<S>* scale, index_t C, index_t plane,
+                                   accumulator_t<S>* mean, accumulator_t<S>* max) noexcept {
   reduce_over_channels(x, scale, C, plane, mean, max);
 }
 

@@ -81,15 +81,14 @@ class CBAM {
                          Tensor<Scalar, 4>({B, 1, H, W})};
     using A = accumulator_t<Scalar>;
     // scratch: pooled [C], hidden [C], the channel gate [C], mean/max [2, plane], the map
-    // [plane], then (16-bit) the widened sample and a row
-    const index_t floats = 3 * C + 3 * plane + detail::widening_scratch<Scalar>(C, plane);
+    // [plane], then (16-bit) a row of the small outputs
+    const index_t floats = 3 * C + 3 * plane + detail::rounding_scratch<Scalar>(C, plane);
     detail::for_each_sample<A>(B, floats, [&](index_t b, A* scratch) {
       A* ca = scratch + 2 * C;
       A* mean_max = ca + C;
       A* sa = mean_max + 2 * plane;
-      A* wide = sa + plane;
-      A* row = wide + C * plane;
-      const A* xb = detail::widened_sample(in.data() + b * C * plane, C * plane, wide);
+      A* row = sa + plane;
+      const Scalar* xb = in.data() + b * C * plane;
       detail::plane_means(xb, C, plane, scratch);
       channel_.row(scratch, scratch + C, ca);
       detail::scaled_mean_max_over_channels(xb, ca, C, plane, mean_max, mean_max + plane);
@@ -97,8 +96,10 @@ class CBAM {
       detail::write_row(&r.channel_weights(b, 0), C, row, [&](A* g) { std::copy(ca, ca + C, g); });
       detail::write_row(&r.spatial_map(b, 0, 0, 0), plane, row, [&](A* m) { std::copy(sa, sa + plane, m); });
       for (index_t c = 0; c < C; ++c)  // the first channels are in L2 (channel_reductions.hpp)
-        detail::write_row(r.output.data() + (b * C + c) * plane, plane, row,
-                          [&](A* y) { simd::multiply_scaled(ca[c], xb + c * plane, sa, y, plane); });
+        detail::map_row(xb + c * plane, r.output.data() + (b * C + c) * plane, plane,
+                        [a = ca[c], sa](const auto& v, index_t j) {
+                          return detail::splat(v, a) * v * detail::same_form(v, sa, j);
+                        });
     });
     return r;
   }

@@ -77,21 +77,16 @@ class SEBlock {
     const index_t B = in.size(0), C = in.size(1), plane = in.size(2) * in.size(3);
     ChannelAttentionResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 2>({B, C})};
     using A = accumulator_t<Scalar>;
-    // scratch: pooled [C], hidden [C], then (16-bit) the widened sample and a row
-    detail::for_each_sample<A>(B, 2 * C + detail::widening_scratch<Scalar>(C, plane), [&](index_t b, A* scratch) {
-      A* wide = scratch + 2 * C;
-      A* row = wide + C * plane;
-      const A* xb = detail::widened_sample(in.data() + b * C * plane, C * plane, wide);
+    // scratch: pooled [C], hidden [C], then (16-bit) a row of the channel weights
+    detail::for_each_sample<A>(B, 2 * C + detail::rounding_scratch<Scalar>(C, plane), [&](index_t b, A* scratch) {
+      A* row = scratch + 2 * C;
+      const Scalar* xb = in.data() + b * C * plane;
       detail::plane_means(xb, C, plane, scratch, /*last_first=*/true);
       const A* gate =
           detail::write_row(&r.channel_weights(b, 0), C, row, [&](A* g) { gate_.row(scratch, scratch + C, g); });
-      if constexpr (is_16bit_float_v<Scalar>) {  // the gate leaves `row` for a copy: it is C values
-        std::copy(gate, gate + C, scratch + C);
-        gate = scratch + C;
-      }
       for (index_t c = 0; c < C; ++c)  // the first channels are in L2 (channel_reductions.hpp)
-        detail::write_row(r.output.data() + (b * C + c) * plane, plane, row,
-                          [&](A* y) { simd::scale_into(gate[c], xb + c * plane, y, plane); });
+        detail::map_row(xb + c * plane, r.output.data() + (b * C + c) * plane, plane,
+                        [g = gate[c]](const auto& v, index_t) { return v * detail::splat(v, g); });
     });
     return r;
   }

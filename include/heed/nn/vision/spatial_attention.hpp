@@ -63,19 +63,18 @@ class SpatialAttention {
     const index_t B = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3), plane = H * W;
     SpatialAttentionResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 4>({B, 1, H, W})};
     using A = accumulator_t<Scalar>;
-    // scratch: mean/max [2, plane], the map [plane], then (16-bit) the widened sample and a row
-    detail::for_each_sample<A>(B, 3 * plane + detail::widening_scratch<Scalar>(C, plane), [&](index_t b, A* scratch) {
+    // scratch: mean/max [2, plane], the map [plane], then (16-bit) a row of the map
+    detail::for_each_sample<A>(B, 3 * plane + detail::rounding_scratch<Scalar>(C, plane), [&](index_t b, A* scratch) {
       A* mean_max = scratch;
-      A* wide = scratch + 3 * plane;
-      A* row = wide + C * plane;
-      const A* xb = detail::widened_sample(in.data() + b * C * plane, C * plane, wide);
-      detail::mean_max_over_channels(xb, C, plane, mean_max, mean_max + plane);
       A* map = scratch + 2 * plane;
+      A* row = map + plane;
+      const Scalar* xb = in.data() + b * C * plane;
+      detail::mean_max_over_channels(xb, C, plane, mean_max, mean_max + plane);
       gate_.row(mean_max, H, W, map);
       detail::write_row(&r.spatial_map(b, 0, 0, 0), plane, row, [&](A* m) { std::copy(map, map + plane, m); });
       for (index_t c = 0; c < C; ++c)  // the first channels are in L2 (channel_reductions.hpp)
-        detail::write_row(r.output.data() + (b * C + c) * plane, plane, row,
-                          [&](A* y) { simd::multiply(xb + c * plane, map, y, plane); });
+        detail::map_row(xb + c * plane, r.output.data() + (b * C + c) * plane, plane,
+                        [map](const auto& v, index_t j) { return v * detail::same_form(v, map, j); });
     });
     return r;
   }

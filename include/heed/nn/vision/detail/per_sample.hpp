@@ -2,9 +2,10 @@
 #include "heed/core/detail/internal_header_check.hpp"
 // What SEBlock, SpatialAttention and CBAM share: input validation, and the per-sample loop.
 // Each module runs its whole pipeline on one sample at a time (a [C, H, W] sample of the seed's
-// shape is 1 MiB and stays in L2), so x is read from memory once and y written once, and
-// samples run in parallel. A bfloat16 or half module widens each sample into a float buffer,
-// runs the same float pipeline on it, and rounds each output value once as it writes it.
+// shape is 1 MiB in float, as large as this machine's L2), and samples run in parallel. A
+// bfloat16 or half module reads its sample in place, widening values as the passes load them
+// (kernels/detail/channel_reductions.hpp), computes in float, and rounds each output value
+// once as it writes it: it reads half the bytes of a float one.
 
 #include <algorithm>
 #include <string>
@@ -37,8 +38,9 @@ TensorView<const Scalar, 4> dense_input(const X& x, index_t channels, const char
 
 // Runs body(b, scratch) for every sample, in parallel, each worker with its own `floats`-long
 // scratch, which the body writes before it reads. The scratch is the worker thread's own and
-// kept from call to call (grown when a call needs more): a fresh megabyte per call (a 16-bit
-// module's widened sample) cost more in page faults than the module's arithmetic.
+// kept from call to call (grown when a call needs more): a fresh megabyte per call (what a
+// 16-bit module's widened copy of its sample used to be) cost more in page faults than the
+// module's arithmetic.
 template <class Scalar, class Body>
 void for_each_sample(index_t samples, index_t floats, Body&& body) {
   parallel_for(samples, std::max(1, num_threads()), [&](index_t b, int) {
@@ -57,22 +59,11 @@ Tensor<A, Rank> widened_parameter(Tensor<Scalar, Rank>&& t) {
     return cast<A>(t);
 }
 
-// The extra scratch a 16-bit module needs per sample: the widened sample and one output row.
+// The extra scratch a 16-bit module needs per sample: one row of accumulator values, rounded
+// into a small output (the channel weights, the spatial map) as it is written.
 template <class Scalar>
-index_t widening_scratch(index_t C, index_t plane) {
-  return is_16bit_float_v<Scalar> ? C * plane + std::max(C, plane) : 0;
-}
-
-// The n values of a sample in the accumulator type: x itself for float and double, else
-// widened into `buffer`.
-template <class Scalar>
-const accumulator_t<Scalar>* widened_sample(const Scalar* x, index_t n, accumulator_t<Scalar>* buffer) {
-  if constexpr (std::is_same_v<accumulator_t<Scalar>, Scalar>) {
-    return x;
-  } else {
-    simd::widen(x, buffer, n);
-    return buffer;
-  }
+index_t rounding_scratch(index_t C, index_t plane) {
+  return is_16bit_float_v<Scalar> ? std::max(C, plane) : 0;
 }
 
 // compute(row) writes n accumulator values: straight into out for float and double, else into

@@ -48,6 +48,14 @@ namespace heed::simd {
 [[nodiscard]] inline double exp(double x) noexcept {
   return std::exp(x);
 }
+/// exp(x) for the x <= 0 of a softmax (a score minus its row's maximum, -inf for a masked one,
+/// NaN for a NaN): the generic version is exp; the batch overloads below may be faster there.
+[[nodiscard]] inline float softmax_exp(float x) noexcept {
+  return std::exp(x);
+}
+[[nodiscard]] inline double softmax_exp(double x) noexcept {
+  return std::exp(x);
+}
 [[nodiscard]] inline float tanh(float x) noexcept {
   return std::tanh(x);
 }
@@ -300,6 +308,41 @@ template <class T>
 template <class T>
 [[nodiscard]] inline batch<T> erf(const batch<T>& x) noexcept {
   return xsimd::erf(x);
+}
+
+/// exp(x) lane by lane for x <= 0, -inf (0) and NaN (NaN): a softmax's exp(score - max). The
+/// generic version is exp.
+template <class T>
+[[nodiscard]] inline batch<T> softmax_exp(const batch<T>& x, generic_isa) noexcept {
+  return exp(x);
+}
+
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+/// On AVX-512: n = round(x·log2 e), r = x - n·ln 2 in two steps (Cody & Waite), e^r by Cephes'
+/// expf polynomial, then vscalefps for r·2^n, which goes to 0 (through the subnormals) where
+/// 2^n underflows, so the range tests and blends of a general exp are not needed: x is clamped
+/// at -110 (exp(-110) rounds to 0 in float; a NaN passes the clamp). tests/simd/test_vector_ops
+/// checks it against std::exp over [-110, 0].
+[[nodiscard]] inline batch<float> softmax_exp(const batch<float>& x, avx512_isa) noexcept {
+  const __m512 v = _mm512_max_ps(_mm512_set1_ps(-110.0f), x);  // a NaN x is the second operand: kept
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), v);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return batch<float>(_mm512_scalef_ps(p, n));
+}
+#endif
+
+template <class T>
+[[nodiscard]] inline batch<T> softmax_exp(const batch<T>& x) noexcept {
+  return softmax_exp(x, target_isa{});
 }
 
 #endif

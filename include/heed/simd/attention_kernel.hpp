@@ -57,6 +57,7 @@ inline void attention_micro_kernel(index_t depth, const TA* a, index_t lda, inde
   for (index_t r = 0; r < MR; ++r) rows[r] = a + std::min(r, m_valid - 1) * lda;  // padding rows repeat a valid one
   batch<T> acc[static_cast<std::size_t>(MR)][NB];
   const batch<T> zero = broadcast(T(0));
+  HEED_UNROLL(16)
   for (index_t r = 0; r < MR; ++r) HEED_UNROLL(2)
   for (std::size_t x = 0; x < NB; ++x) acc[r][x] = zero;
   HEED_UNROLL(8)
@@ -73,6 +74,7 @@ inline void attention_micro_kernel(index_t depth, const TA* a, index_t lda, inde
   }
   const batch<T> va = broadcast(alpha);
   if (m_valid == MR && n_valid == NR) {
+    HEED_UNROLL(16)  // the accumulators stay in registers (a loop spilled them to the stack first)
     for (index_t r = 0; r < MR; ++r) {
       T* row = c + r * ldc;
       HEED_UNROLL(2)
@@ -87,8 +89,9 @@ inline void attention_micro_kernel(index_t depth, const TA* a, index_t lda, inde
     return;
   }
   alignas(64) T tile[static_cast<std::size_t>(MR * NR)];
-  for (index_t r = 0; r < MR; ++r)
-    for (std::size_t x = 0; x < NB; ++x) store(tile + r * NR + static_cast<index_t>(x) * W, acc[r][x] * va);
+  HEED_UNROLL(16)
+  for (index_t r = 0; r < MR; ++r) HEED_UNROLL(2)
+  for (std::size_t x = 0; x < NB; ++x) store(tile + r * NR + static_cast<index_t>(x) * W, acc[r][x] * va);
   for (index_t r = 0; r < m_valid; ++r)
     for (index_t j = 0; j < n_valid; ++j) {
       T& out = c[r * ldc + j];
@@ -300,6 +303,7 @@ inline void pair_micro_kernel(index_t pairs, const bfloat16* a, index_t lda, ind
   const bfloat16* rows[static_cast<std::size_t>(MR)];
   for (index_t r = 0; r < MR; ++r) rows[r] = a + std::min(r, m_valid - 1) * lda;
   __m512 acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
+  HEED_UNROLL(16)
   for (index_t r = 0; r < MR; ++r) acc0[r] = _mm512_setzero_ps(), acc1[r] = _mm512_setzero_ps();
   HEED_UNROLL(4)
   for (index_t p = 0; p < pairs; ++p) {
@@ -315,6 +319,7 @@ inline void pair_micro_kernel(index_t pairs, const bfloat16* a, index_t lda, ind
   }
   const __m512 va = _mm512_set1_ps(alpha);
   if (m_valid == MR && n_valid == NR) {
+    HEED_UNROLL(16)  // the accumulators stay in registers (a loop spilled them to the stack first)
     for (index_t r = 0; r < MR; ++r) {
       float* row = c + r * ldc;
       if (c_scale) {
@@ -329,6 +334,7 @@ inline void pair_micro_kernel(index_t pairs, const bfloat16* a, index_t lda, ind
     return;
   }
   alignas(64) float tile[static_cast<std::size_t>(MR * NR)];
+  HEED_UNROLL(16)
   for (index_t r = 0; r < MR; ++r) {
     _mm512_store_ps(tile + r * NR, _mm512_mul_ps(acc0[r], va));
     _mm512_store_ps(tile + r * NR + 16, _mm512_mul_ps(acc1[r], va));
@@ -364,7 +370,7 @@ inline float exp_sum_rounded(const float* x, float shift, bfloat16* p, index_t n
     const batch<float> vshift = broadcast(shift);
     batch<float> acc = broadcast(0.0f);
     for (; i + W <= n; i += W) {
-      const batch<float> e = exp(load(x + i) - vshift);
+      const batch<float> e = softmax_exp(load(x + i) - vshift);
       store_probabilities(p + i, e, target_isa{});
       acc = acc + e;
     }

@@ -278,7 +278,8 @@ inline void exp(const T* x, T* y, index_t n) noexcept {
   detail::transform(x, y, n, [](const auto& v) { return simd::exp(v); });
 }
 
-/// y[i] = exp(x[i] - shift), returning sum_i y[i]: the inner step of a softmax. x may be y.
+/// y[i] = exp(x[i] - shift), returning sum_i y[i]: the inner step of a softmax, shift at least every
+/// x[i] (softmax_exp). x may be y.
 template <class T>
 inline T exp_sum(const T* x, T shift, T* y, index_t n) noexcept {
   using detail::full_batches;
@@ -289,7 +290,7 @@ inline T exp_sum(const T* x, T shift, T* y, index_t n) noexcept {
     const auto vshift = simd::broadcast(shift);
     auto acc = simd::broadcast(T(0));
     for (; i < full_batches<T>(n); i += lanes<T>) {
-      const auto e = simd::exp(simd::load(x + i) - vshift);
+      const auto e = simd::softmax_exp(simd::load(x + i) - vshift);
       simd::store(y + i, e);
       acc = acc + e;
     }

@@ -79,7 +79,8 @@ struct OnlineSoftmax {
       if (poisoned) l = std::numeric_limits<T>::quiet_NaN();
       return T(1);
     }
-    const T correction = std::exp(m - m_new);  // exp(-inf) = 0 on the first block
+    // exp(-inf) = 0 on the first block; 1 without a call when the maximum stands (most blocks)
+    const T correction = m_new == m ? T(1) : std::exp(m - m_new);
     l = l * correction + exp_into(m_new);
     m = m_new;
     return correction;

@@ -32,6 +32,7 @@ struct alignas(128) AttentionScratch {
   std::vector<T> scores;      // [block_q, block_k]: S, then P, of the current tile
   std::vector<T> acc;         // [block_q, dv]: O, unnormalized
   std::vector<T> correction;  // [block_q]: exp(m_old - m_new) of the current tile, per row
+  std::vector<T> ones;        // [block_q]: the c of O = c · O + P V for a span's later runs
   std::vector<OnlineSoftmax<T>> rows;
   std::vector<T> m_at;  // [block_q, key tiles]: the running max when a tile was written
   AttentionStats stats;
@@ -291,10 +292,12 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
   }
   const index_t q_tiles = (Lq + bq - 1) / bq;
   const index_t k_tiles = (Lk + bk - 1) / bk;
-  // Visited key tiles that follow each other are computed as one span of up to max_span_keys
-  // keys (a 64-key block layout's window of three blocks is one 192-key span): one softmax update
-  // per row and one rescale of O per span instead of per tile. Masks still apply tile by tile,
-  // and the counts stay per tile.
+  // The visited key tiles are computed in spans of up to max_span_keys keys: one softmax update
+  // per row and one rescale of O per span instead of per tile. A span gathers the next visited
+  // tiles whether or not blocked ones lie between them (a 64-key BigBird row of 3 window, 2
+  // global and 3 random blocks is two spans, not six); its scores sit side by side in S, and
+  // its runs of consecutive tiles are scored and multiplied by V run by run. Masks still apply
+  // tile by tile, and the counts stay per tile.
   const index_t span_tiles = std::clamp<index_t>(max_span_keys / bk, 1, max_span_tiles);
   const index_t ld = span_tiles * bk;
 
@@ -324,6 +327,7 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
     s.scores.resize(static_cast<std::size_t>(bq * ld));
     s.acc.resize(static_cast<std::size_t>(bq * dv));
     s.correction.resize(static_cast<std::size_t>(bq));
+    s.ones.assign(static_cast<std::size_t>(bq), Acc(1));
     s.rows.resize(static_cast<std::size_t>(bq));
     if (with_weights) s.m_at.resize(static_cast<std::size_t>(bq * k_tiles));
   }
@@ -339,32 +343,46 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
     if (with_weights) std::fill(s.m_at.begin(), s.m_at.end(), -std::numeric_limits<Acc>::infinity());
     const auto tile_at = [&](index_t jt) { return TileRef{b, h, i0, ni, jt * bk, std::min(bk, Lk - jt * bk)}; };
     mask::Tile kinds[max_span_tiles];
+    index_t tile_ids[max_span_tiles];                              // the span's tiles, in key order
+    index_t run_first[max_span_tiles], run_tiles[max_span_tiles];  // its runs of consecutive tiles
 
     for (index_t jt = 0; jt < k_tiles;) {
-      // the span: the visited tiles from jt on, up to span_tiles of them
-      index_t count = 0, next = jt;
+      // the span: the next visited tiles from jt on, up to span_tiles of them
+      index_t count = 0, runs = 0, next = jt;
       while (count < span_tiles && next < k_tiles) {
         const TileRef tile = tile_at(next);
         const mask::Tile kind = mask.classify(tile);
         if (kind == mask::Tile::blocked) {
           // a mask that knows where its next visible key is lets the loop jump there
-          const index_t resume = std::min(k_tiles, mask::next_visible_key(mask, tile) / bk);
-          s.stats.blocked += std::max(resume, next + 1) - next;
-          next = std::max(resume, next + 1);
-          break;
+          const index_t resume = std::max(next + 1, std::min(k_tiles, mask::next_visible_key(mask, tile) / bk));
+          s.stats.blocked += resume - next;
+          next = resume;
+          continue;
         }
         ++(kind == mask::Tile::open ? s.stats.open : s.stats.partial);
+        if (runs > 0 && run_first[runs - 1] + run_tiles[runs - 1] == next) {
+          ++run_tiles[runs - 1];
+        } else {
+          run_first[runs] = next;
+          run_tiles[runs++] = 1;
+        }
+        tile_ids[count] = next;
         kinds[count++] = kind;
         ++next;
       }
-      if (count == 0) {
-        jt = next;
-        continue;
-      }
-      const index_t j0 = jt * bk, nj = std::min(count * bk, Lk - j0);
-      scorer.scores(TileRef{b, h, i0, ni, j0, nj}, S, ld);
+      jt = next;
+      if (count == 0) continue;
+      // only the tile at the end of the keys can be short, and it is the span's last
+      const index_t nj = (count - 1) * bk + std::min(bk, Lk - tile_ids[count - 1] * bk);
+      // run r: keys [run_key(r), + run_keys(r)), columns of S from run_col(r) on
+      const auto run_key = [&](index_t r) { return run_first[r] * bk; };
+      const auto run_keys = [&](index_t r) { return std::min(run_tiles[r] * bk, Lk - run_key(r)); };
+      index_t run_col[max_span_tiles];
+      for (index_t r = 0, col = 0; r < runs; col += run_tiles[r++] * bk) run_col[r] = col;
+      for (index_t r = 0; r < runs; ++r)
+        scorer.scores(TileRef{b, h, i0, ni, run_key(r), run_keys(r)}, S + run_col[r], ld);
       for (index_t u = 0; u < count; ++u)
-        if (kinds[u] == mask::Tile::partial) mask.apply(tile_at(jt + u), S + u * bk, ld);
+        if (kinds[u] == mask::Tile::partial) mask.apply(tile_at(tile_ids[u]), S + u * bk, ld);
 
       // P rounded to bfloat16 for the pair products (a zero after an odd span), written by the
       // softmax update instead of the float P
@@ -390,31 +408,42 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
           }
         }
         if (with_weights) {
-          T* w = &weights(b, h, i0 + i, j0);
-          for (index_t j = 0; j < nj; ++j) w[j] = static_cast<T>(row[j]);
+          for (index_t r = 0; r < runs; ++r) {
+            T* w = &weights(b, h, i0 + i, run_key(r));
+            const Acc* p = row + run_col[r];
+            for (index_t j = 0; j < run_keys(r); ++j) w[j] = static_cast<T>(p[j]);
+          }
           for (index_t u = 0; u < count; ++u)
-            s.m_at[static_cast<std::size_t>(i * k_tiles + jt + u)] = s.rows[static_cast<std::size_t>(i)].m;
+            s.m_at[static_cast<std::size_t>(i * k_tiles + tile_ids[u])] = s.rows[static_cast<std::size_t>(i)].m;
         }
       }
-      // O = O · correction + P · V_span
+      // O = O · correction + P · V_span, run by run: the first run rescales O (or starts it), the
+      // later ones add to it
+      const auto c_scale = [&](index_t r) -> const Acc* {
+        if (r > 0) return s.ones.data();
+        return started ? s.correction.data() : nullptr;
+      };
       if constexpr (pairs) {
         if (pair_pv) {
-          const T* vp = packed_v.get() + (b * Hkv + h / group) * col_panels * key_pairs * 2 * NR + j0 * NR;
           constexpr index_t MR = simd::AttentionTile<Acc>::mr;
-          for (index_t cp = 0; cp < col_panels; ++cp)
-            for (index_t ir = 0; ir < ni; ir += MR)
-              simd::pair_micro_kernel(span_pairs, rounded.data() + ir * 2 * span_pairs, 2 * span_pairs,
-                                      std::min(MR, ni - ir), vp + cp * key_pairs * 2 * NR, std::min(NR, dv - cp * NR),
-                                      O + ir * dv + cp * NR, dv, started ? s.correction.data() + ir : nullptr, Acc(1));
+          for (index_t r = 0; r < runs; ++r) {
+            const T* vp = packed_v.get() + (b * Hkv + h / group) * col_panels * key_pairs * 2 * NR + run_key(r) * NR;
+            const index_t pairs_r = (run_keys(r) + 1) / 2;
+            const Acc* c = c_scale(r);
+            for (index_t cp = 0; cp < col_panels; ++cp)
+              for (index_t ir = 0; ir < ni; ir += MR)
+                simd::pair_micro_kernel(pairs_r, rounded.data() + ir * 2 * span_pairs + run_col[r], 2 * span_pairs,
+                                        std::min(MR, ni - ir), vp + cp * key_pairs * 2 * NR, std::min(NR, dv - cp * NR),
+                                        O + ir * dv + cp * NR, dv, c ? c + ir : nullptr, Acc(1));
+          }
           started = true;
-          jt = next;
           continue;
         }
       }
-      accumulate_pv(S, ld, ni, nj, &v(b, h / group, j0, 0), v.stride(2), dv, O,
-                    started ? s.correction.data() : nullptr);
+      for (index_t r = 0; r < runs; ++r)
+        accumulate_pv(S + run_col[r], ld, ni, run_keys(r), &v(b, h / group, run_key(r), 0), v.stride(2), dv, O,
+                      c_scale(r));
       started = true;
-      jt = next;
     }
 
     for (index_t i = 0; i < ni; ++i) {

@@ -112,6 +112,27 @@ TYPED_TEST(VectorOps, DotAxpyScaleSum) {
   }
 }
 
+// sum of a bfloat16 or half row: widened as it is read, summed in float.
+TEST(VectorOps16, SumWidensSixteenBitRows) {
+  for (index_t n : lengths) {
+    const auto x = data<float>(n, 11, 3.0f);
+    std::vector<heed::bfloat16> b(x.size());
+    std::vector<heed::half> h(x.size());
+    double want_b = 0, want_h = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      b[i] = heed::bfloat16(x[i]);
+      h[i] = heed::half(x[i]);
+      want_b += double(static_cast<float>(b[i]));
+      want_h += double(static_cast<float>(h[i]));
+    }
+    double mass = 0;
+    for (float v : x) mass += std::abs(double(v));
+    const float got_b = heed::simd::sum(b.data(), n), got_h = heed::simd::sum(h.data(), n);
+    EXPECT_NEAR(got_b, want_b, sum_tolerance<float>(n) * mass + 1e-30) << "n=" << n;
+    EXPECT_NEAR(got_h, want_h, sum_tolerance<float>(n) * mass + 1e-30) << "n=" << n;
+  }
+}
+
 TYPED_TEST(VectorOps, MaxFindsTheLargestIncludingInTheTail) {
   using T = TypeParam;
   EXPECT_EQ(heed::simd::max<T>(nullptr, 0), -std::numeric_limits<T>::infinity());

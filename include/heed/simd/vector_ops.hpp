@@ -189,11 +189,11 @@ template <class T>
       [](const auto& acc) { return simd::reduce_max(acc); });
 }
 
-/// sum_i x[i]; 0 for n == 0.
+/// sum_i x[i] in T's accumulator type (a bfloat16 or half x is widened as it is read); 0 for n == 0.
 template <class T>
-[[nodiscard]] inline T sum(const T* x, index_t n) noexcept {
+[[nodiscard]] inline accumulator_t<T> sum(const T* x, index_t n) noexcept {
   return detail::fold(
-      x, n, T(0), [](const auto& a, const auto& b) { return a + b; },
+      x, n, accumulator_t<T>(0), [](const auto& a, const auto& b) { return a + b; },
       [](const auto& acc) { return simd::reduce_add(acc); });
 }
 

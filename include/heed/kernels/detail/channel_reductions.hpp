@@ -51,33 +51,6 @@ template <class V, class A>
     return simd::load(p + i);
 }
 
-// Σ_i x[i] in A, four accumulators in turn (as simd::sum).
-template <class S>
-[[nodiscard]] inline accumulator_t<S> sum_row(const S* x, index_t n) noexcept {
-  using A = accumulator_t<S>;
-  if constexpr (std::is_same_v<S, A>) {
-    return simd::sum(x, n);
-  } else {
-    constexpr index_t W = static_cast<index_t>(simd::width<A>);
-    index_t i = 0;
-    A total = A(0);
-    if (n >= W) {
-      auto acc0 = simd::broadcast(A(0)), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-      for (; i + 4 * W <= n; i += 4 * W) {
-        acc0 = acc0 + load_accumulated(x + i);
-        acc1 = acc1 + load_accumulated(x + i + W);
-        acc2 = acc2 + load_accumulated(x + i + 2 * W);
-        acc3 = acc3 + load_accumulated(x + i + 3 * W);
-      }
-      acc0 = (acc0 + acc1) + (acc2 + acc3);
-      for (; i + W <= n; i += W) acc0 = acc0 + load_accumulated(x + i);
-      total = simd::reduce_add(acc0);
-    }
-    for (; i < n; ++i) total += static_cast<A>(x[i]);
-    return total;
-  }
-}
-
 // The vision modules read a sample more than once (a squeeze pass or two, then the output),
 // and a [256, 32, 32] float sample is as large as this machine's L2. So the squeeze passes
 // alternate in direction and the output pass, which writes from the first channel to the last
@@ -91,7 +64,7 @@ template <class S>
 template <class S>
 void plane_means(const S* x, index_t planes, index_t plane, accumulator_t<S>* means, bool last_first = false) noexcept {
   using A = accumulator_t<S>;
-  const auto mean = [&](index_t i) { means[i] = plane > 0 ? sum_row(x + i * plane, plane) / A(plane) : A(0); };
+  const auto mean = [&](index_t i) { means[i] = plane > 0 ? simd::sum(x + i * plane, plane) / A(plane) : A(0); };
   if (last_first)
     for (index_t i = planes - 1; i >= 0; --i) mean(i);
   else
@@ -99,23 +72,22 @@ void plane_means(const S* x, index_t planes, index_t plane, accumulator_t<S>* me
 }
 
 // mean and max over the C channels of one sample x [C, H·W], contiguous, of x_c · scale[c]
-// (x_c when scale is null), without materializing the scaled channels: CBAM's spatial attention
+// (x_c without Scaled), without materializing the scaled channels: CBAM's spatial attention
 // sees the channel-attended tensor. Channels go in groups of eight, the last group first (see
 // above): each vector of columns is summed and maxed over the group's eight rows in registers,
 // then added into mean and max (which stay in L1). Eight rows read in step are eight sequential
 // streams the prefetcher follows; blocks of columns over all C channels at once (C streams, 4 KB
 // apart) ran a third slower, and one channel at a time reads and writes mean and max once per
 // channel.
-template <class S, class A = accumulator_t<S>>
+template <bool Scaled, class S, class A = accumulator_t<S>>
 void reduce_over_channels(const S* x, const A* scale, index_t C, index_t plane, A* mean, A* max) noexcept {
   constexpr index_t W = static_cast<index_t>(simd::width<A>), G = 8;
   const index_t vectors = plane / W * W;
-  const auto scaled = [&](index_t c, const auto& v) {
-    if (!scale) return v;
-    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(v)>>)
-      return scale[c] * v;
+  const auto scaled = [scale](index_t c, const auto& v) {
+    if constexpr (!Scaled)
+      return v;
     else
-      return simd::broadcast(scale[c]) * v;
+      return splat(v, scale[c]) * v;
   };
   const index_t last = (C - 1) / G * G;
   for (index_t c0 = last; c0 >= 0; c0 -= G) {
@@ -163,14 +135,14 @@ void reduce_over_channels(const S* x, const A* scale, index_t C, index_t plane, 
 template <class S>
 void mean_max_over_channels(const S* x, index_t C, index_t plane, accumulator_t<S>* mean,
                             accumulator_t<S>* max) noexcept {
-  reduce_over_channels(x, static_cast<const accumulator_t<S>*>(nullptr), C, plane, mean, max);
+  reduce_over_channels<false>(x, static_cast<const accumulator_t<S>*>(nullptr), C, plane, mean, max);
 }
 
 // The same of the channels scaled first, x_c · scale[c].
 template <class S>
 void scaled_mean_max_over_channels(const S* x, const accumulator_t<S>* scale, index_t C, index_t plane,
                                    accumulator_t<S>* mean, accumulator_t<S>* max) noexcept {
-  reduce_over_channels(x, scale, C, plane, mean, max);
+  reduce_over_channels<true>(x, scale, C, plane, mean, max);
 }
 
 }  // namespace heed::detail

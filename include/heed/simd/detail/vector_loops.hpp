@@ -4,8 +4,10 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
 #include "heed/simd/arch.hpp"
+#include "heed/simd/convert.hpp"
 
 // The loops every vector primitive of heed/simd/vector_ops.hpp is written with, and the
 // elementwise functions that run on both T and simd::batch<T>.
@@ -42,31 +44,32 @@ inline void transform(const T* x, T* y, index_t n, F f) noexcept {
   for (; i < n; ++i) y[i] = f(x[i]);
 }
 
-// Folds op over x[0, n) from `init`; op is callable on batches and on scalars, and `finish`
+// Folds op over x[0, n) from `init` in the accumulator type A of x's type S (16-bit values are
+// widened as they are loaded); op is callable on batches and on scalars of A, and `finish`
 // reduces the batch accumulator to one scalar. Four accumulators take turns, so a sum of a
 // cached 4 KB row waits on the adder's throughput, not its latency (one accumulator ran a
 // plane of CBAM's channel pooling at a quarter of the load rate); op must be associative and
 // commutative up to rounding (sum, max).
-template <class T, class Op, class Finish>
-[[nodiscard]] inline T fold(const T* x, index_t n, T init, Op op, Finish finish) noexcept {
+template <class S, class Op, class Finish, class A = accumulator_t<S>>
+[[nodiscard]] inline A fold(const S* x, index_t n, A init, Op op, Finish finish) noexcept {
   index_t i = 0;
-  T result = init;
-  if (n >= lanes<T>) {
+  A result = init;
+  if (n >= lanes<A>) {
     auto acc = simd::broadcast(init);
-    if (n >= 4 * lanes<T>) {
+    if (n >= 4 * lanes<A>) {
       auto acc1 = acc, acc2 = acc, acc3 = acc;
-      for (; i + 4 * lanes<T> <= full_batches<T>(n); i += 4 * lanes<T>) {
-        acc = op(acc, simd::load(x + i));
-        acc1 = op(acc1, simd::load(x + i + lanes<T>));
-        acc2 = op(acc2, simd::load(x + i + 2 * lanes<T>));
-        acc3 = op(acc3, simd::load(x + i + 3 * lanes<T>));
+      for (; i + 4 * lanes<A> <= full_batches<A>(n); i += 4 * lanes<A>) {
+        acc = op(acc, simd::load_widened(x + i));
+        acc1 = op(acc1, simd::load_widened(x + i + lanes<A>));
+        acc2 = op(acc2, simd::load_widened(x + i + 2 * lanes<A>));
+        acc3 = op(acc3, simd::load_widened(x + i + 3 * lanes<A>));
       }
       acc = op(op(acc, acc1), op(acc2, acc3));
     }
-    for (; i < full_batches<T>(n); i += lanes<T>) acc = op(acc, simd::load(x + i));
+    for (; i < full_batches<A>(n); i += lanes<A>) acc = op(acc, simd::load_widened(x + i));
     result = finish(acc);
   }
-  for (; i < n; ++i) result = op(result, x[i]);
+  for (; i < n; ++i) result = op(result, static_cast<A>(x[i]));
   return result;
 }
 

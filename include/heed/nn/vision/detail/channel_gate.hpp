@@ -27,10 +27,8 @@ class ChannelGate {
   ChannelGate(index_t channels, index_t hidden, std::uint64_t seed)
       : w1_(widened_parameter<A>(nn::torch_default_init<Scalar, 2>({hidden, channels}, channels, seed))),
         b1_({hidden}),
-        w2_(widened_parameter<A>(nn::torch_default_init<Scalar, 2>({channels, hidden}, hidden, seed + 1))),
-        b2_({channels}) {
-    transpose_second();
-  }
+        w2t_(transposed(widened_parameter<A>(nn::torch_default_init<Scalar, 2>({channels, hidden}, hidden, seed + 1)))),
+        b2_({channels}) {}
 
   [[nodiscard]] index_t channels() const noexcept { return w1_.size(1); }
   [[nodiscard]] index_t hidden() const noexcept { return w1_.size(0); }
@@ -40,10 +38,9 @@ class ChannelGate {
   template <nn::WeightSource S>
   void load_linear(const nn::Loader<S>& from, const std::string& first, const std::string& second) {
     w1_ = widened_parameter<A>(from.template take<Scalar, 2>(first + "weight", {hidden(), channels()}));
-    w2_ = widened_parameter<A>(from.template take<Scalar, 2>(second + "weight", {channels(), hidden()}));
+    w2t_ = transposed(widened_parameter<A>(from.template take<Scalar, 2>(second + "weight", {channels(), hidden()})));
     b1_ = Tensor<A, 1>({hidden()});
     b2_ = Tensor<A, 1>({channels()});
-    transpose_second();
   }
 
   // torchvision.ops.SqueezeExcitation: fc1 / fc2, 1×1 convolutions with biases.
@@ -52,10 +49,9 @@ class ChannelGate {
     const auto fc1 = from.template take<Scalar, 4>("fc1.weight", {hidden(), channels(), 1, 1});
     const auto fc2 = from.template take<Scalar, 4>("fc2.weight", {channels(), hidden(), 1, 1});
     w1_ = widened_parameter<A>(Tensor<Scalar, 2>(fc1.view().reshape(Shape<2>{hidden(), channels()})));
-    w2_ = widened_parameter<A>(Tensor<Scalar, 2>(fc2.view().reshape(Shape<2>{channels(), hidden()})));
+    w2t_ = transposed(widened_parameter<A>(Tensor<Scalar, 2>(fc2.view().reshape(Shape<2>{channels(), hidden()}))));
     b1_ = widened_parameter<A>(from.template take<Scalar, 1>("fc1.bias", {hidden()}));
     b2_ = widened_parameter<A>(from.template take<Scalar, 1>("fc2.bias", {channels()}));
-    transpose_second();
   }
 
   // One sample: pooled [C] → gate [C]; `hidden_scratch` holds hidden() values. The first
@@ -74,13 +70,13 @@ class ChannelGate {
  private:
   Tensor<A, 2> w1_;   // [hidden, C]
   Tensor<A, 1> b1_;   // [hidden], zeros in the seeds' layout
-  Tensor<A, 2> w2_;   // [C, hidden]
+  Tensor<A, 2> w2t_;  // [hidden, C]: the second weight [C, hidden] transposed, for row()
   Tensor<A, 1> b2_;   // [C]
-  Tensor<A, 2> w2t_;  // [hidden, C]: w2_ transposed, for row()
 
-  void transpose_second() {
-    w2t_ = Tensor<A, 2>({hidden(), channels()}, uninitialized);
-    as_matrix(w2t_) = as_matrix(w2_).transpose();
+  static Tensor<A, 2> transposed(const Tensor<A, 2>& w) {
+    Tensor<A, 2> t({w.size(1), w.size(0)}, uninitialized);
+    as_matrix(t) = as_matrix(w).transpose();
+    return t;
   }
 };
 

@@ -83,7 +83,7 @@ template <bool Scaled, class S, class A = accumulator_t<S>>
 void reduce_over_channels(const S* x, const A* scale, index_t C, index_t plane, A* mean, A* max) noexcept {
   constexpr index_t W = static_cast<index_t>(simd::width<A>), G = 8;
   const index_t vectors = plane / W * W;
-  const auto scaled = [scale](index_t c, const auto& v) {
+  const auto scaled = [&](index_t c, const auto& v) {
     if constexpr (!Scaled)
       return v;
     else

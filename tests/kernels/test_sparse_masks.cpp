@@ -301,6 +301,49 @@ TEST(SparseMasks, SixteenBitStorageStaysWithinItsBound) {
     });
 }
 
+TEST(SparseMasks, LongKeysArePackedOneHeadAtATime) {
+  // Lk 8229, d 128: each key/value head's packed keys (and, for pair products, values) pass
+  // 4 MiB, so the driver packs and computes one (batch, key/value head) group at a time, in pieces
+  // of keys that end before the last, odd key; each head must still read its own keys. (17
+  // queries: the fewest that are not a decoding step.)
+  const index_t Lk = 8229, block = 64, nbk = (Lk + block - 1) / block;
+  const Inputs<float> in({.B = 1, .H = 2, .Lq = 17, .Lk = Lk, .d = 128, .dv = 128}, 12);
+  Tensor<bool, 4> layout({1, 2, 1, nbk});
+  for (index_t h = 0; h < 2; ++h)
+    for (index_t j = 0; j < nbk; ++j) layout(0, h, 0, j) = (j + h) % 3 != 1 || j == nbk - 1;
+  const mask::BlockSparse blocks{layout, block};
+  const reference::MaskFn definition(
+      [&](index_t, index_t h, index_t, index_t j) { return layout(0, h, 0, j / block) ? 0.0 : hidden; });
+  const auto qd = reference::to_double(in.q), kd = reference::to_double(in.k), vd = reference::to_double(in.v);
+  const auto score = reference::scaled_dot(qd, kd, 1.0 / std::sqrt(128.0));
+  const auto sparse = reference::attention(qd, kd, vd, score, definition, false).output;
+  // bfloat16 storage, against the rounded inputs, within the bound of SixteenBitStorageStaysWithinItsBound
+  const auto q = heed::cast<heed::bfloat16>(in.q), k = heed::cast<heed::bfloat16>(in.k),
+             v = heed::cast<heed::bfloat16>(in.v);
+  const auto qr = reference::to_double(q), kr = reference::to_double(k), vr = reference::to_double(v);
+  auto vabs = vr;
+  for (index_t i = 0; i < vabs.numel(); ++i) vabs.data()[i] = std::abs(vabs.data()[i]);
+  const auto score_r = reference::scaled_dot(qr, kr, 1.0 / std::sqrt(128.0));
+  const auto rounded = reference::attention(qr, kr, vr, score_r, definition, false).output;
+  const auto spread = reference::attention(qr, kr, vabs, score_r, definition, false).output;
+  const double u = 0x1p-8, pairs = heed::simd::bf16_pair_products ? 1.0 : 0.0;
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    const heed::AttentionOptions options{.num_threads = threads};
+    EXPECT_TRUE(all_close(heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, blocks, options).output, sparse,
+                          attention_tolerance<float>()));
+    const auto got = heed::attention(q, k, v, heed::ScaledDot{}, blocks, options).output;
+    index_t worse = 0;
+    for (index_t i = 0; i < spread.numel(); ++i) {
+      const double want = rounded.data()[i], have = double(static_cast<float>(got.data()[i]));
+      const double bound = (u + 1e-4) * std::abs(want) + pairs * u * (1 + 1e-4) * spread.data()[i] + 2e-5;
+      if (!(std::abs(have - want) <= bound) && worse++ < 3)
+        ADD_FAILURE() << "output " << i << ": " << have << " vs " << want << ", bound " << bound;
+    }
+    EXPECT_EQ(worse, 0);
+  }
+}
+
 TEST(SparseMasks, FewQueriesAgainstManyKeysTakeTheDecodePath) {
   // Lq 3 against Lk 700: the decode path's key ranges, a block layout [1, 22] per head
   const index_t Lk = 700, block = 32, nbk = (Lk + block - 1) / block;

@@ -249,12 +249,16 @@ inline void pack_kt_pairs(const bfloat16* k, index_t ldk, index_t keys, index_t 
 
 /// V in panels of pair_panel columns with the keys in pairs: out[cp·KP·2NR + jp·2NR + 2c + e] =
 /// v[(2jp + e)·ldv + cp·NR + c], KP = ceil(keys / 2); zero past `keys` and past `cols`. Two rows
-/// of a full panel are interleaved as 16-bit integers, which compilers vectorize.
-inline void pack_v_pairs(const bfloat16* v, index_t ldv, index_t keys, index_t cols, bfloat16* out) noexcept {
+/// of a full panel are interleaved as 16-bit integers, which compilers vectorize. With
+/// `panel_stride` > 0 the panels are that many values apart instead of KP·2NR: a range of keys
+/// (from an even key) packed into its place in the panels of a longer V.
+inline void pack_v_pairs(const bfloat16* v, index_t ldv, index_t keys, index_t cols, bfloat16* out,
+                         index_t panel_stride = 0) noexcept {
   constexpr index_t NR = pair_panel;
   const index_t key_pairs = (keys + 1) / 2;
+  if (panel_stride <= 0) panel_stride = key_pairs * 2 * NR;
   for (index_t cp = 0; cp * NR < cols; ++cp) {
-    bfloat16* panel = out + cp * key_pairs * 2 * NR;
+    bfloat16* panel = out + cp * panel_stride;
     const index_t n = std::min(NR, cols - cp * NR);
     for (index_t jp = 0; jp < key_pairs; ++jp) {
       const bfloat16* r0 = v + 2 * jp * ldv + cp * NR;

@@ -21,8 +21,9 @@ namespace heed::detail {
 
 inline constexpr index_t default_block_q = 96;
 inline constexpr index_t default_block_k = 256;
-inline constexpr index_t max_span_keys = 256;  // visited tiles in a row are computed as one span...
-inline constexpr index_t max_span_tiles = 16;  // ...of at most this many keys and tiles
+inline constexpr index_t max_span_keys = 256;                   // visited tiles in a row are computed as one span...
+inline constexpr index_t max_span_tiles = 16;                   // ...of at most this many keys and tiles
+inline constexpr index_t pack_budget_bytes = index_t{8} << 20;  // packed K (and V) per chunk of heads
 
 // One worker's buffers, reused across its tiles, in the accumulator type. Aligned apart: a
 // worker's tile counts are written at every tile, and sharing a cache line with the next
@@ -301,26 +302,26 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
   const index_t span_tiles = std::clamp<index_t>(max_span_keys / bk, 1, max_span_tiles);
   const index_t ld = span_tiles * bk;
 
-  if constexpr (requires { scorer.prepare(threads); }) scorer.prepare(threads);
-
-  // bfloat16 where the target has AVX-512 BF16: V is packed once per call with its keys in pairs,
-  // each span's P is rounded to bfloat16, and O = c·O + P·V runs on pair products (vdpbf16ps).
-  // Scores, m, l and O stay float; rounding P costs at most 2^-8 · Σ_j p_j·|v_j| in each output
+  // bfloat16 where the target has AVX-512 BF16: V is packed with its keys in pairs, each span's P
+  // is rounded to bfloat16, and O = c·O + P·V runs on pair products (vdpbf16ps). Scores, m, l
+  // and O stay float; rounding P costs at most 2^-8 · Σ_j p_j·|v_j| in each output
   // (docs/decisions.md). Spans must start at an even key: block_k even.
   constexpr bool pairs = std::is_same_v<T, bfloat16> && simd::bf16_pair_products;
   constexpr index_t NR = simd::pair_panel;
   const index_t Hkv = v.size(1), key_pairs = (Lk + 1) / 2, col_panels = (dv + NR - 1) / NR;
   const bool pair_pv = pairs && bk % 2 == 0 && Lq >= 2 * simd::AttentionTile<Acc>::mr && dv > 0;
+  const index_t v_panels = col_panels * key_pairs * 2 * NR;  // packed V values per (batch, key/value head)
   std::unique_ptr<T, AlignedDelete> packed_v;
-  if constexpr (pairs) {
-    if (pair_pv) {
-      packed_v = aligned_storage<T>(B * Hkv * col_panels * key_pairs * 2 * NR, false);
-      parallel_for(B * Hkv, threads, [&](index_t task, int) {
-        simd::pack_v_pairs(&v(task / Hkv, task % Hkv, 0, 0), v.stride(2), Lk, dv,
-                           packed_v.get() + task * col_panels * key_pairs * 2 * NR);
-      });
-    }
-  }
+
+  // What is packed (Kᵀ by the scorer, V for pair products) is packed for a chunk of (batch,
+  // key/value head) groups at a time, their tiles computed, then the next chunk: the packed
+  // copies of a long sequence stay within pack_budget_bytes (and in cache while they are read)
+  // instead of doubling K's memory, and come from the same reused buffer call after call.
+  const index_t groups = B * Hkv, tasks_per_group = group * q_tiles;
+  index_t group_bytes = pair_pv ? v_panels * index_t{sizeof(T)} : 0;
+  if constexpr (requires { scorer.packed_bytes(); }) group_bytes += scorer.packed_bytes();
+  const index_t chunk = group_bytes > 0 ? std::clamp<index_t>(pack_budget_bytes / group_bytes, 1, groups) : groups;
+  if (pair_pv) packed_v = aligned_storage<T>(chunk * v_panels, false);
 
   std::vector<AttentionScratch<Acc>> scratch(static_cast<std::size_t>(threads));
   for (auto& s : scratch) {
@@ -332,9 +333,10 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
     if (with_weights) s.m_at.resize(static_cast<std::size_t>(bq * k_tiles));
   }
 
-  parallel_for(B * H * q_tiles, threads, [&](index_t task, int worker) {
+  // One task: query tile i0 of (batch b, query head h), whose key/value group is packed at
+  // `packed` (chunk-relative).
+  const auto run_task = [&](index_t b, index_t h, index_t i0, index_t packed, int worker) {
     AttentionScratch<Acc>& s = scratch[static_cast<std::size_t>(worker)];
-    const index_t b = task / (H * q_tiles), h = (task / q_tiles) % H, i0 = (task % q_tiles) * bq;
     const index_t ni = std::min(bq, Lq - i0);
     Acc* S = s.scores.data();
     Acc* O = s.acc.data();
@@ -379,8 +381,29 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
       const auto run_keys = [&](index_t r) { return std::min(run_tiles[r] * bk, Lk - run_key(r)); };
       index_t run_col[max_span_tiles];
       for (index_t r = 0, col = 0; r < runs; col += run_tiles[r++] * bk) run_col[r] = col;
-      for (index_t r = 0; r < runs; ++r)
-        scorer.scores(TileRef{b, h, i0, ni, run_key(r), run_keys(r)}, S + run_col[r], ld);
+      // A run after the first is not where the previous one ended, so the hardware prefetcher
+      // does not see it coming (BigBird's random blocks, global columns): while a run is
+      // scored, the next run's keys are asked for, and during the last, the values of the first.
+      const auto run_tile = [&](index_t r) { return TileRef{b, h, i0, ni, run_key(r), run_keys(r)}; };
+      const auto prefetch_values = [&](index_t r) {
+        if constexpr (pairs) {
+          if (pair_pv) {
+            const T* vp = packed_v.get() + packed * v_panels + run_key(r) * NR;
+            simd::prefetch_rows_l2(vp, col_panels, (run_keys(r) + 1) / 2 * 2 * NR * index_t{sizeof(T)},
+                                   key_pairs * 2 * NR * index_t{sizeof(T)});
+            return;
+          }
+        }
+        simd::prefetch_rows_l2(&v(b, h / group, run_key(r), 0), run_keys(r), dv * index_t{sizeof(T)},
+                               v.stride(2) * index_t{sizeof(T)});
+      };
+      for (index_t r = 0; r < runs; ++r) {
+        if constexpr (requires { scorer.prefetch(run_tile(r)); }) {
+          if (r + 1 < runs) scorer.prefetch(run_tile(r + 1));
+        }
+        if (r + 1 == runs && runs > 1) prefetch_values(0);
+        scorer.scores(run_tile(r), S + run_col[r], ld);
+      }
       for (index_t u = 0; u < count; ++u)
         if (kinds[u] == mask::Tile::partial) mask.apply(tile_at(tile_ids[u]), S + u * bk, ld);
 
@@ -427,7 +450,8 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
         if (pair_pv) {
           constexpr index_t MR = simd::AttentionTile<Acc>::mr;
           for (index_t r = 0; r < runs; ++r) {
-            const T* vp = packed_v.get() + (b * Hkv + h / group) * col_panels * key_pairs * 2 * NR + run_key(r) * NR;
+            if (r + 1 < runs) prefetch_values(r + 1);
+            const T* vp = packed_v.get() + packed * v_panels + run_key(r) * NR;
             const index_t pairs_r = (run_keys(r) + 1) / 2;
             const Acc* c = c_scale(r);
             for (index_t cp = 0; cp < col_panels; ++cp)
@@ -440,9 +464,11 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
           continue;
         }
       }
-      for (index_t r = 0; r < runs; ++r)
+      for (index_t r = 0; r < runs; ++r) {
+        if (r + 1 < runs) prefetch_values(r + 1);
         accumulate_pv(S + run_col[r], ld, ni, run_keys(r), &v(b, h / group, run_key(r), 0), v.stride(2), dv, O,
                       c_scale(r));
+      }
       started = true;
     }
 
@@ -470,7 +496,31 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
         }
       }
     }
-  });
+  };
+
+  for (index_t first = 0; first < groups; first += chunk) {
+    const index_t count = std::min(chunk, groups - first);
+    if constexpr (requires { scorer.prepare(threads, first, count); }) scorer.prepare(threads, first, count);
+    if constexpr (pairs) {
+      if (pair_pv) {  // in pieces of keys, so that one long head keeps every worker busy
+        constexpr index_t piece = 1024;
+        const index_t pieces = (Lk + piece - 1) / piece;
+        parallel_for(count * pieces, threads, [&](index_t task, int) {
+          const index_t g = first + task / pieces, j0 = task % pieces * piece;
+          simd::pack_v_pairs(&v(g / Hkv, g % Hkv, j0, 0), v.stride(2), std::min(piece, Lk - j0), dv,
+                             packed_v.get() + (g - first) * v_panels + j0 * NR, key_pairs * 2 * NR);
+        });
+      }
+    }
+    // a head's last query tile first, then the others in order (neighbours share window tiles):
+    // a costly last tile (BigBird's last global block, a causal mask's last rows) then does not
+    // start when the other workers are about to run out of work
+    parallel_for(count * tasks_per_group, threads, [&](index_t task, int worker) {
+      const index_t g = first + task / tasks_per_group, rest = task % tasks_per_group, nth = rest % q_tiles;
+      const index_t qt = nth == 0 ? q_tiles - 1 : nth - 1;
+      run_task(g / Hkv, (g % Hkv) * group + rest / q_tiles, qt * bq, g - first, worker);
+    });
+  }
 
   if (options.stats) {
     *options.stats = {};

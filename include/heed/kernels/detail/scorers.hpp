@@ -36,24 +36,52 @@ class DotScorer {
   DotScorer(TensorView<const T, 4> q, TensorView<const T, 4> k, Acc scale)
       : q_(q), k_(k), scale_(scale), group_(q.size(1) / std::max<index_t>(k.size(1), 1)) {}
 
-  // Packs Kᵀ of every (batch, key head), on `threads` workers. Until it has run (a wrapper that
+  // Bytes of packed Kᵀ per (batch, key head), 0 when this call does not pack.
+  [[nodiscard]] index_t packed_bytes() const noexcept {
+    if (q_.size(2) < 2 * MR || k_.size(2) == 0 || q_.size(3) == 0) return 0;
+    return panel_values() * index_t{sizeof(T)};
+  }
+
+  // Packs Kᵀ of the (batch, key head) groups [first, first + count) (group b·Hk + hk), on
+  // `threads` workers, each group in pieces of keys so that one long head still keeps every
+  // worker busy; the tiles of other groups must not be scored until they are prepared. The
+  // buffer is reused from one chunk of groups to the next. Until prepare has run (a wrapper that
   // does not forward it, or the driver's decode path, which reads K once and never packs it),
   // scores() takes the dot-product path: slower for many query rows, never wrong.
-  void prepare(int threads) {
-    if (q_.size(2) < 2 * MR || k_.size(2) == 0 || q_.size(3) == 0) return;
-    const index_t depth = pairs ? (k_.size(3) + 1) / 2 * 2 : k_.size(3);
-    panel_stride_ = (k_.size(2) + NR - 1) / NR * NR * depth;
-    // not value-initialized: pack_kt writes every value (the padding keys too), on the workers
-    packed_ = aligned_storage<T>(k_.size(0) * k_.size(1) * panel_stride_, false);
-    parallel_for(k_.size(0) * k_.size(1), threads, [&](index_t task, int) {
-      const index_t b = task / k_.size(1), h = task % k_.size(1);
+  void prepare(int threads, index_t first, index_t count) {
+    if (packed_bytes() == 0) return;
+    panel_stride_ = panel_values();
+    if (count > capacity_) {
+      // not value-initialized: pack_kt writes every value (the padding keys too), on the workers
+      packed_ = aligned_storage<T>(count * panel_stride_, false);
+      capacity_ = count;
+    }
+    first_ = first;
+    const index_t keys = k_.size(2), d = k_.size(3), depth = pairs ? (d + 1) / 2 * 2 : d;
+    const index_t pieces = (keys + pack_piece_keys - 1) / pack_piece_keys;
+    parallel_for(count * pieces, threads, [&](index_t task, int) {
+      const index_t group = first + task / pieces, j0 = task % pieces * pack_piece_keys;
+      const index_t b = group / k_.size(1), h = group % k_.size(1), n = std::min(pack_piece_keys, keys - j0);
+      T* out = packed_.get() + (group - first) * panel_stride_ + j0 * depth;
       if constexpr (pairs)
-        simd::pack_kt_pairs(&k_(b, h, 0, 0), k_.stride(2), k_.size(2), k_.size(3),
-                            packed_.get() + task * panel_stride_);
+        simd::pack_kt_pairs(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
       else
-        simd::pack_kt(&k_(b, h, 0, 0), k_.stride(2), k_.size(2), k_.size(3), packed_.get() + task * panel_stride_);
+        simd::pack_kt(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
     });
     prepared_ = true;
+  }
+
+  // Asks for the keys of tile t in L2 (their packed panels once prepared): the driver calls it
+  // for the next run of a span while it scores the current one.
+  void prefetch(const TileRef& t) const noexcept {
+    const index_t d = q_.size(3), hk = t.h / group_;
+    if (prepared_ && t.j0 % NR == 0) {
+      const index_t depth = pairs ? (d + 1) / 2 * 2 : d;
+      const T* kt = panels(t.b, hk) + t.j0 * depth;
+      simd::prefetch_rows_l2(kt, 1, (t.nj + NR - 1) / NR * NR * depth * index_t{sizeof(T)}, 0);
+      return;
+    }
+    simd::prefetch_rows_l2(&k_(t.b, hk, t.j0, 0), t.nj, d * index_t{sizeof(T)}, k_.stride(2) * index_t{sizeof(T)});
   }
 
   void scores(const TileRef& t, Acc* out, index_t ld) const {
@@ -62,7 +90,7 @@ class DotScorer {
       if (prepared_ && t.j0 % NR == 0) return pair_scores(t, out, ld);
     }
     if (prepared_ && t.j0 % NR == 0) {
-      const T* kt = packed_.get() + (t.b * k_.size(1) + hk) * panel_stride_ + t.j0 * d;
+      const T* kt = panels(t.b, hk) + t.j0 * d;
       const auto run = [&](const auto* q, index_t ldq) {
         // panel by panel: a panel of Kᵀ (depth × NR) stays in L1 while every query row block reads it
         for (index_t jp = 0; jp < t.nj; jp += NR)
@@ -92,7 +120,7 @@ class DotScorer {
   // depth is odd), Kᵀ from its pair-packed panels.
   void pair_scores(const TileRef& t, Acc* out, index_t ld) const {
     const index_t d = q_.size(3), pairs_per_row = (d + 1) / 2;
-    const T* kt = packed_.get() + (t.b * k_.size(1) + t.h / group_) * panel_stride_ + t.j0 * 2 * pairs_per_row;
+    const T* kt = panels(t.b, t.h / group_) + t.j0 * 2 * pairs_per_row;
     const T* q = &q_(t.b, t.h, t.i0, 0);
     index_t ldq = q_.stride(2);
     if (d % 2 != 0) {
@@ -111,11 +139,25 @@ class DotScorer {
                                 std::min(NR, t.nj - jp), out + ir * ld + jp, ld, nullptr, scale_);
   }
 
+  // keys per packing task: a multiple of every NR
+  static constexpr index_t pack_piece_keys = 1024;
+
+  // values of packed Kᵀ per (batch, key head): ceil(Lk / NR) panels of depth × NR
+  [[nodiscard]] index_t panel_values() const noexcept {
+    const index_t depth = pairs ? (k_.size(3) + 1) / 2 * 2 : k_.size(3);
+    return (k_.size(2) + NR - 1) / NR * NR * depth;
+  }
+  // the packed panels of (batch b, key head hk), whose group has been prepared
+  [[nodiscard]] const T* panels(index_t b, index_t hk) const noexcept {
+    return packed_.get() + (b * k_.size(1) + hk - first_) * panel_stride_;
+  }
+
   TensorView<const T, 4> q_, k_;
   Acc scale_;
   index_t group_;
   index_t panel_stride_ = 0;                  // values per (batch, key head) in packed_
-  std::unique_ptr<T, AlignedDelete> packed_;  // Kᵀ panels, [B, Hkv, ceil(Lk / NR), d, NR], 64-byte aligned
+  index_t first_ = 0, capacity_ = 0;          // the first group packed, and how many groups fit
+  std::unique_ptr<T, AlignedDelete> packed_;  // Kᵀ panels, [groups, ceil(Lk / NR), d, NR], 64-byte aligned
   bool prepared_ = false;
 };
 

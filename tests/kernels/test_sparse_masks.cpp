@@ -263,6 +263,9 @@ TEST(SparseMasks, AttentionMatchesTheReference) {
   expect_cases_match<float>({.B = 2, .H = 2, .Lq = 75, .Lk = 75, .d = 16, .dv = 12}, 16, 3);
   expect_cases_match<float>({.B = 2, .H = 2, .Lq = 130, .Lk = 130, .d = 64, .dv = 64}, 24, 4);
   expect_cases_match<double>({.B = 2, .H = 2, .Lq = 61, .Lk = 61, .d = 8, .dv = 8}, 9, 5);
+  // a last query tile of one row, and value columns past the micro-kernel's blocks, on spans of
+  // several runs
+  expect_cases_match<float>({.B = 1, .H = 2, .Lq = 65, .Lk = 65, .d = 16, .dv = 20}, 16, 13);
 }
 
 TEST(SparseMasks, GroupedHeadsReadTheirGroupsKeys) {

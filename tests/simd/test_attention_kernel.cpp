@@ -1,6 +1,7 @@
 // The attention micro-kernel (heed/simd/attention_kernel.hpp) against a double loop: full and
 // edge blocks (m_valid < MR, n_valid < NR), with and without the per-row scale of C, A and B
-// strided, B in float and in bfloat16 / half (widened as it is read); and pack_kt's layout.
+// strided, B in float and in bfloat16 / half (widened as it is read), B in runs of rows; and
+// pack_kt's layout.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -64,6 +65,49 @@ TEST(AttentionMicroKernel, HalfWidthBlockForTheLastColumns) {
           check_block<float, 1>(depth, m_valid, n_valid, scale);
           check_block<heed::bfloat16, 1>(depth, m_valid, n_valid, scale);
         }
+}
+
+// attention_micro_kernel_runs: B's rows in runs taken from anywhere in a longer B (out of order,
+// one of them a single row), A's columns side by side, against the same double loop.
+template <class TB, int Batches>
+void check_runs(index_t m_valid, index_t n_valid, bool with_scale) {
+  constexpr index_t MR = simd::AttentionTile<float>::mr, NR = Batches * static_cast<index_t>(simd::width<float>);
+  SCOPED_TRACE(testing::Message() << "m_valid " << m_valid << " n_valid " << n_valid << " scale " << with_scale << " B "
+                                  << sizeof(TB) * 8 << "-bit, " << Batches << " vectors");
+  const index_t first[] = {40, 3, 21, 60}, depths[] = {16, 7, 1, 9}, runs = 4, depth = 33, ldb = NR + 5, ldc = NR + 2;
+  const auto a = heed::randn<float>({MR, depth + 2}, 5);
+  const auto b = heed::cast<TB>(heed::randn<float>({70, ldb}, 6));
+  const TB* starts[runs];
+  for (index_t r = 0; r < runs; ++r) starts[r] = b.data() + first[r] * ldb;
+  const auto scale = heed::randn<float>({MR}, 7);
+  auto c = heed::randn<float>({MR, ldc}, 8);
+  const auto before = c;
+  simd::attention_micro_kernel_runs<float, Batches>(runs, depths, starts, ldb, a.data(), depth + 2, m_valid, n_valid,
+                                                    c.data(), ldc, with_scale ? scale.data() : nullptr, 0.5f);
+  for (index_t r = 0; r < MR; ++r)
+    for (index_t j = 0; j < ldc; ++j) {
+      if (r >= m_valid || j >= n_valid) {
+        ASSERT_EQ(c(r, j), before(r, j)) << "written outside the block at " << r << "," << j;
+        continue;
+      }
+      double sum = 0;
+      for (index_t run = 0, col = 0; run < runs; col += depths[run++])
+        for (index_t kk = 0; kk < depths[run]; ++kk)
+          sum += double(a(r, col + kk)) * double(float(b(first[run] + kk, j)));
+      const double want = 0.5 * sum + (with_scale ? double(scale(r)) * double(before(r, j)) : 0.0);
+      ASSERT_NEAR(double(c(r, j)), want, 1e-5 * (1 + std::abs(want)) * double(depth)) << r << "," << j;
+    }
+}
+
+TEST(AttentionMicroKernel, RunsOfRowsFromAnywhereInB) {
+  constexpr index_t MR = simd::AttentionTile<float>::mr, NR = simd::AttentionTile<float>::nr;
+  for (index_t m_valid : {MR, index_t{1}, MR - 1})
+    for (bool scale : {false, true}) {
+      check_runs<float, 2>(m_valid, NR, scale);
+      check_runs<float, 2>(m_valid, NR - 3 > 0 ? NR - 3 : index_t{1}, scale);
+      check_runs<heed::bfloat16, 2>(m_valid, NR, scale);
+      check_runs<float, 1>(m_valid, NR / 2, scale);
+    }
 }
 
 // The bfloat16 pair products: Kᵀ and V pair-packed, then pair_micro_kernel (vdpbf16ps where the

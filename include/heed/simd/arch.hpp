@@ -81,6 +81,14 @@ namespace heed::simd {
 #define HEED_UNROLL(n)
 #endif
 
+/// HEED_ALWAYS_INLINE before a helper whose callers keep its array arguments in registers (the
+/// micro-kernels' accumulators): inlined whatever the optimizer's size heuristics say.
+#if defined(__GNUC__) || defined(__clang__)
+#define HEED_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define HEED_ALWAYS_INLINE inline
+#endif
+
 /// Asks for the cache line holding p ahead of its use: a hint, which never faults (p may be
 /// anywhere) and does nothing on compilers without the builtin.
 inline void prefetch(const void* p) noexcept {

@@ -25,6 +25,9 @@
 #include "heed/simd/arch.hpp"
 #include "heed/simd/convert.hpp"
 
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/simd/detail/micro_kernel_parts.hpp"
+
 #if defined(HEED_SIMD_AVX512_BF16)
 #include <immintrin.h>
 #endif
@@ -38,6 +41,30 @@ struct AttentionTile {
   static constexpr index_t mr = width<T> >= 16 ? 8 : 6;              ///< rows of C per call (queries)
 };
 
+/// attention_micro_kernel (below) over B rows in `runs` runs: run s has depths[s] rows from bs[s] (ldb
+/// apart), matched with the next depths[s] columns of A (A's columns are side by side, B's runs
+/// anywhere). O = c·O + P·V over a span of key tiles that are not adjacent, with one pass over C.
+template <class T, int Batches = 2, class TA, class TB>
+inline void attention_micro_kernel_runs(index_t runs, const index_t* depths, const TB* const* bs, index_t ldb,
+                                        const TA* a, index_t lda, index_t m_valid, index_t n_valid, T* c, index_t ldc,
+                                        const T* c_scale, T alpha) noexcept {
+  static_assert(std::is_same_v<accumulator_t<TA>, T> && std::is_same_v<accumulator_t<TB>, T>,
+                "A and B widen to C's type");
+  static_assert(Batches == 1 || Batches == 2, "a micro-kernel block is one or two vectors wide");
+  constexpr auto MR = static_cast<std::size_t>(AttentionTile<T>::mr), NB = static_cast<std::size_t>(Batches);
+  const TA* rows[MR];
+  for (std::size_t r = 0; r < MR; ++r)  // padding rows repeat a valid one
+    rows[r] = a + std::min(static_cast<index_t>(r), m_valid - 1) * lda;
+  batch<T> acc[MR][NB];
+  const batch<T> zero = broadcast(T(0));
+  HEED_UNROLL(16)
+  for (std::size_t r = 0; r < MR; ++r) HEED_UNROLL(2)
+  for (std::size_t x = 0; x < NB; ++x) acc[r][x] = zero;
+  for (index_t s = 0, a0 = 0; s < runs; a0 += depths[s++])
+    heed::detail::micro_accumulate<T>(acc, rows, a0, depths[s], bs[s], ldb);
+  heed::detail::micro_store<T>(acc, m_valid, n_valid, c, ldc, c_scale, alpha);
+}
+
 /// One MR × NR block: c[r, j] = alpha · Σ_{kk < depth} a[r · lda + kk] · b[kk · ldb + j]
 /// (+ c_scale[r] · c[r, j] when c_scale is given; otherwise c is only written), for r < m_valid
 /// and j < n_valid; nothing else of c is touched. Rows of A from m_valid on are not read; B must
@@ -48,55 +75,7 @@ struct AttentionTile {
 template <class T, int Batches = 2, class TA, class TB>
 inline void attention_micro_kernel(index_t depth, const TA* a, index_t lda, index_t m_valid, const TB* b, index_t ldb,
                                    index_t n_valid, T* c, index_t ldc, const T* c_scale, T alpha) noexcept {
-  static_assert(std::is_same_v<accumulator_t<TA>, T> && std::is_same_v<accumulator_t<TB>, T>,
-                "A and B widen to C's type");
-  static_assert(Batches == 1 || Batches == 2, "a micro-kernel block is one or two vectors wide");
-  constexpr index_t MR = AttentionTile<T>::mr, W = static_cast<index_t>(width<T>), NR = Batches * W;
-  constexpr auto NB = static_cast<std::size_t>(Batches);
-  const TA* rows[static_cast<std::size_t>(MR)];
-  for (index_t r = 0; r < MR; ++r) rows[r] = a + std::min(r, m_valid - 1) * lda;  // padding rows repeat a valid one
-  batch<T> acc[static_cast<std::size_t>(MR)][NB];
-  const batch<T> zero = broadcast(T(0));
-  HEED_UNROLL(16)
-  for (index_t r = 0; r < MR; ++r) HEED_UNROLL(2)
-  for (std::size_t x = 0; x < NB; ++x) acc[r][x] = zero;
-  HEED_UNROLL(8)
-  for (index_t kk = 0; kk < depth; ++kk) {
-    batch<T> bv[NB];
-    HEED_UNROLL(2)
-    for (std::size_t x = 0; x < NB; ++x) bv[x] = load_widened(b + kk * ldb + static_cast<index_t>(x) * W);
-    HEED_UNROLL(16)  // fully: the accumulators stay in registers at -O2 too
-    for (index_t r = 0; r < MR; ++r) {
-      const batch<T> ar = broadcast(static_cast<T>(rows[r][kk]));
-      HEED_UNROLL(2)
-      for (std::size_t x = 0; x < NB; ++x) acc[r][x] = fma(ar, bv[x], acc[r][x]);
-    }
-  }
-  const batch<T> va = broadcast(alpha);
-  if (m_valid == MR && n_valid == NR) {
-    HEED_UNROLL(16)  // the accumulators stay in registers (a loop spilled them to the stack first)
-    for (index_t r = 0; r < MR; ++r) {
-      T* row = c + r * ldc;
-      HEED_UNROLL(2)
-      for (std::size_t x = 0; x < NB; ++x) {
-        T* dst = row + static_cast<index_t>(x) * W;
-        if (c_scale)
-          store(dst, fma(acc[r][x], va, load(dst) * broadcast(c_scale[r])));
-        else
-          store(dst, acc[r][x] * va);
-      }
-    }
-    return;
-  }
-  alignas(64) T tile[static_cast<std::size_t>(MR * NR)];
-  HEED_UNROLL(16)
-  for (index_t r = 0; r < MR; ++r) HEED_UNROLL(2)
-  for (std::size_t x = 0; x < NB; ++x) store(tile + r * NR + static_cast<index_t>(x) * W, acc[r][x] * va);
-  for (index_t r = 0; r < m_valid; ++r)
-    for (index_t j = 0; j < n_valid; ++j) {
-      T& out = c[r * ldc + j];
-      out = c_scale ? tile[r * NR + j] + c_scale[r] * out : tile[r * NR + j];
-    }
+  attention_micro_kernel_runs<T, Batches>(1, &depth, &b, ldb, a, lda, m_valid, n_valid, c, ldc, c_scale, alpha);
 }
 
 /// The products of a tile with a single query row (a decoding step), where the MR-row micro-kernel

@@ -71,6 +71,46 @@ void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t nj, const TV* v,
     }
 }
 
+// accumulate_pv over a span's runs: O = c · O + Σ_r P_r V_r, where P_r is the next keys[r]
+// columns of P (side by side) and V_r keys[r] rows from v[r]. The micro-kernel keeps each block of
+// O in registers across the runs: one pass over O per span, not one per run.
+template <class T, class TV>
+void accumulate_pv_runs(const T* p, index_t ldp, index_t ni, index_t runs, const index_t* keys, const TV* const* v,
+                        index_t ldv, index_t dv, T* o, const T* c, const T* ones) noexcept {
+  if (runs == 1) return accumulate_pv(p, ldp, ni, keys[0], v[0], ldv, dv, o, c);
+  constexpr index_t MR = simd::AttentionTile<T>::mr, NR = simd::AttentionTile<T>::nr, W = NR / 2;
+  if (ni == 1) {  // one row: run by run, the later runs adding to O
+    for (index_t r = 0, col = 0; r < runs; col += keys[r++])
+      simd::attention_row_pv(keys[r], p + col, v[r], ldv, dv, o, r == 0 ? c : ones);
+    return;
+  }
+  const TV* at[max_span_tiles];  // the runs' rows from column c0 on
+  const auto columns = [&](index_t c0) {
+    for (index_t r = 0; r < runs; ++r) at[r] = v[r] + c0;
+  };
+  index_t full = dv / NR * NR;
+  for (index_t c0 = 0; c0 < full; c0 += NR) {
+    columns(c0);
+    for (index_t ir = 0; ir < ni; ir += MR)
+      simd::attention_micro_kernel_runs<T>(runs, keys, at, ldv, p + ir * ldp, ldp, std::min(MR, ni - ir), NR,
+                                           o + ir * dv + c0, dv, c ? c + ir : nullptr, T(1));
+  }
+  if (dv - full >= W) {
+    columns(full);
+    for (index_t ir = 0; ir < ni; ir += MR)
+      simd::attention_micro_kernel_runs<T, 1>(runs, keys, at, ldv, p + ir * ldp, ldp, std::min(MR, ni - ir), W,
+                                              o + ir * dv + full, dv, c ? c + ir : nullptr, T(1));
+    full += W;
+  }
+  for (index_t i = 0; i < ni; ++i)
+    for (index_t col = full; col < dv; ++col) {
+      T sum = c ? c[i] * o[i * dv + col] : T(0);
+      for (index_t r = 0, k0 = 0; r < runs; k0 += keys[r++])
+        for (index_t j = 0; j < keys[r]; ++j) sum += p[i * ldp + k0 + j] * static_cast<T>(v[r][j * ldv + col]);
+      o[i * dv + col] = sum;
+    }
+}
+
 // The decode path (flash-decoding): few query rows against many keys, as in a generation step
 // (one new token against a long KV cache). The general loop would give each (batch, query head,
 // query tile) a task of its own: with one query row there are few tasks, each reads its own copy
@@ -383,7 +423,7 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
       for (index_t r = 0, col = 0; r < runs; col += run_tiles[r++] * bk) run_col[r] = col;
       // A run after the first is not where the previous one ended, so the hardware prefetcher
       // does not see it coming (BigBird's random blocks, global columns): while a run is
-      // scored, the next run's keys are asked for, and during the last, the values of the first.
+      // scored, the next run's keys and this run's values are asked for.
       const auto run_tile = [&](index_t r) { return TileRef{b, h, i0, ni, run_key(r), run_keys(r)}; };
       const auto prefetch_values = [&](index_t r) {
         if constexpr (pairs) {
@@ -401,7 +441,7 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
         if constexpr (requires { scorer.prefetch(run_tile(r)); }) {
           if (r + 1 < runs) scorer.prefetch(run_tile(r + 1));
         }
-        if (r + 1 == runs && runs > 1) prefetch_values(0);
+        if (runs > 1) prefetch_values(r);
         scorer.scores(run_tile(r), S + run_col[r], ld);
       }
       for (index_t u = 0; u < count; ++u)
@@ -440,8 +480,8 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
             s.m_at[static_cast<std::size_t>(i * k_tiles + tile_ids[u])] = s.rows[static_cast<std::size_t>(i)].m;
         }
       }
-      // O = O · correction + P · V_span, run by run: the first run rescales O (or starts it), the
-      // later ones add to it
+      // O = O · correction + P · V_span: on pair products run by run (the first run rescales O or
+      // starts it, the later ones add to it), else all runs in one pass over O
       const auto c_scale = [&](index_t r) -> const Acc* {
         if (r > 0) return s.ones.data();
         return started ? s.correction.data() : nullptr;
@@ -450,7 +490,6 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
         if (pair_pv) {
           constexpr index_t MR = simd::AttentionTile<Acc>::mr;
           for (index_t r = 0; r < runs; ++r) {
-            if (r + 1 < runs) prefetch_values(r + 1);
             const T* vp = packed_v.get() + packed * v_panels + run_key(r) * NR;
             const index_t pairs_r = (run_keys(r) + 1) / 2;
             const Acc* c = c_scale(r);
@@ -464,11 +503,13 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
           continue;
         }
       }
+      index_t keys[max_span_tiles];
+      const T* rows[max_span_tiles];
       for (index_t r = 0; r < runs; ++r) {
-        if (r + 1 < runs) prefetch_values(r + 1);
-        accumulate_pv(S + run_col[r], ld, ni, run_keys(r), &v(b, h / group, run_key(r), 0), v.stride(2), dv, O,
-                      c_scale(r));
+        keys[r] = run_keys(r);
+        rows[r] = &v(b, h / group, run_key(r), 0);
       }
+      accumulate_pv_runs(S, ld, ni, runs, keys, rows, v.stride(2), dv, O, c_scale(0), s.ones.data());
       started = true;
     }
 

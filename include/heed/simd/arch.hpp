@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
 #include <type_traits>
 
 #if !defined(HEED_SIMD_SCALAR)
@@ -97,30 +96,6 @@ inline void prefetch(const void* p) noexcept {
 #else
   (void)p;
 #endif
-}
-
-/// prefetch(), into the second-level cache only: for data needed a few microseconds later, which
-/// would evict what is in use from L1 (prefetcht1 on x86).
-inline void prefetch_l2(const void* p) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-  __builtin_prefetch(p, 0, 2);
-#else
-  (void)p;
-#endif
-}
-
-/// prefetch_l2() for every cache line of the `rows` rows of `bytes` bytes each, `stride` bytes apart.
-inline void prefetch_rows_l2(const void* p, std::ptrdiff_t rows, std::ptrdiff_t bytes, std::ptrdiff_t stride) noexcept {
-  constexpr std::uintptr_t line = 64;
-  if (bytes <= 0) return;
-  const auto base = reinterpret_cast<std::uintptr_t>(p);
-  for (std::ptrdiff_t r = 0; r < rows; ++r) {
-    // every line the row touches, from the one holding its first byte to the one holding its last
-    const std::uintptr_t first = base + static_cast<std::uintptr_t>(r * stride);
-    const std::uintptr_t last = first + static_cast<std::uintptr_t>(bytes - 1);
-    for (std::uintptr_t at = first / line * line; at <= last; at += line)
-      prefetch_l2(reinterpret_cast<const void*>(at));
-  }
 }
 
 /// prefetch(), for a line that is about to be written.

@@ -421,29 +421,8 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
       const auto run_keys = [&](index_t r) { return std::min(run_tiles[r] * bk, Lk - run_key(r)); };
       index_t run_col[max_span_tiles];
       for (index_t r = 0, col = 0; r < runs; col += run_tiles[r++] * bk) run_col[r] = col;
-      // A run after the first is not where the previous one ended, so the hardware prefetcher
-      // does not see it coming (BigBird's random blocks, global columns): while a run is
-      // scored, the next run's keys and this run's values are asked for.
-      const auto run_tile = [&](index_t r) { return TileRef{b, h, i0, ni, run_key(r), run_keys(r)}; };
-      const auto prefetch_values = [&](index_t r) {
-        if constexpr (pairs) {
-          if (pair_pv) {
-            const T* vp = packed_v.get() + packed * v_panels + run_key(r) * NR;
-            simd::prefetch_rows_l2(vp, col_panels, (run_keys(r) + 1) / 2 * 2 * NR * index_t{sizeof(T)},
-                                   key_pairs * 2 * NR * index_t{sizeof(T)});
-            return;
-          }
-        }
-        simd::prefetch_rows_l2(&v(b, h / group, run_key(r), 0), run_keys(r), dv * index_t{sizeof(T)},
-                               v.stride(2) * index_t{sizeof(T)});
-      };
-      for (index_t r = 0; r < runs; ++r) {
-        if constexpr (requires { scorer.prefetch(run_tile(r)); }) {
-          if (r + 1 < runs) scorer.prefetch(run_tile(r + 1));
-        }
-        if (runs > 1) prefetch_values(r);
-        scorer.scores(run_tile(r), S + run_col[r], ld);
-      }
+      for (index_t r = 0; r < runs; ++r)
+        scorer.scores(TileRef{b, h, i0, ni, run_key(r), run_keys(r)}, S + run_col[r], ld);
       for (index_t u = 0; u < count; ++u)
         if (kinds[u] == mask::Tile::partial) mask.apply(tile_at(tile_ids[u]), S + u * bk, ld);
 

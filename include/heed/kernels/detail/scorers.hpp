@@ -71,19 +71,6 @@ class DotScorer {
     prepared_ = true;
   }
 
-  // Asks for the keys of tile t in L2 (their packed panels once prepared): the driver calls it
-  // for the next run of a span while it scores the current one.
-  void prefetch(const TileRef& t) const noexcept {
-    const index_t d = q_.size(3), hk = t.h / group_;
-    if (prepared_ && t.j0 % NR == 0) {
-      const index_t depth = pairs ? (d + 1) / 2 * 2 : d;
-      const T* kt = panels(t.b, hk) + t.j0 * depth;
-      simd::prefetch_rows_l2(kt, 1, (t.nj + NR - 1) / NR * NR * depth * index_t{sizeof(T)}, 0);
-      return;
-    }
-    simd::prefetch_rows_l2(&k_(t.b, hk, t.j0, 0), t.nj, d * index_t{sizeof(T)}, k_.stride(2) * index_t{sizeof(T)});
-  }
-
   void scores(const TileRef& t, Acc* out, index_t ld) const {
     const index_t d = q_.size(3), hk = t.h / group_;
     if constexpr (pairs) {

@@ -17,6 +17,22 @@ namespace {
 using heed::index_t;
 namespace simd = heed::simd;
 
+// C after a micro-kernel call, against before: inside the m_valid × n_valid block
+// 0.5 · sum(r, j) (+ scale[r] · before when scale is given), outside it untouched.
+template <class Sum>
+void expect_block(const heed::Tensor<float, 2>& c, const heed::Tensor<float, 2>& before, const float* scale,
+                  index_t m_valid, index_t n_valid, index_t depth, Sum&& sum) {
+  for (index_t r = 0; r < c.size(0); ++r)
+    for (index_t j = 0; j < c.size(1); ++j) {
+      if (r >= m_valid || j >= n_valid) {
+        ASSERT_EQ(c(r, j), before(r, j)) << "written outside the block at " << r << "," << j;
+        continue;
+      }
+      const double want = 0.5 * sum(r, j) + (scale ? double(scale[r]) * double(before(r, j)) : 0.0);
+      ASSERT_NEAR(double(c(r, j)), want, 1e-5 * (1 + std::abs(want)) * double(depth)) << r << "," << j;
+    }
+}
+
 template <class TB, int Batches = 2>
 void check_block(index_t depth, index_t m_valid, index_t n_valid, bool with_scale) {
   constexpr index_t MR = simd::AttentionTile<float>::mr, NR = simd::AttentionTile<float>::nr;
@@ -30,17 +46,11 @@ void check_block(index_t depth, index_t m_valid, index_t n_valid, bool with_scal
   const auto before = c;
   simd::attention_micro_kernel<float, Batches>(depth, a.data(), lda, m_valid, b.data(), ldb, n_valid, c.data(), ldc,
                                                with_scale ? scale.data() : nullptr, 0.5f);
-  for (index_t r = 0; r < MR; ++r)
-    for (index_t j = 0; j < ldc; ++j) {
-      if (r >= m_valid || j >= n_valid) {
-        ASSERT_EQ(c(r, j), before(r, j)) << "written outside the block at " << r << "," << j;
-        continue;
-      }
-      double sum = 0;
-      for (index_t kk = 0; kk < depth; ++kk) sum += double(a(r, kk)) * double(float(b(kk, j)));
-      const double want = 0.5 * sum + (with_scale ? double(scale(r)) * double(before(r, j)) : 0.0);
-      ASSERT_NEAR(double(c(r, j)), want, 1e-5 * (1 + std::abs(want)) * double(depth)) << r << "," << j;
-    }
+  expect_block(c, before, with_scale ? scale.data() : nullptr, m_valid, n_valid, depth, [&](index_t r, index_t j) {
+    double sum = 0;
+    for (index_t kk = 0; kk < depth; ++kk) sum += double(a(r, kk)) * double(float(b(kk, j)));
+    return sum;
+  });
 }
 
 TEST(AttentionMicroKernel, EveryEdgeInFloatAndSixteenBit) {
@@ -84,19 +94,12 @@ void check_runs(index_t m_valid, index_t n_valid, bool with_scale) {
   const auto before = c;
   simd::attention_micro_kernel_runs<float, Batches>(runs, depths, starts, ldb, a.data(), depth + 2, m_valid, n_valid,
                                                     c.data(), ldc, with_scale ? scale.data() : nullptr, 0.5f);
-  for (index_t r = 0; r < MR; ++r)
-    for (index_t j = 0; j < ldc; ++j) {
-      if (r >= m_valid || j >= n_valid) {
-        ASSERT_EQ(c(r, j), before(r, j)) << "written outside the block at " << r << "," << j;
-        continue;
-      }
-      double sum = 0;
-      for (index_t run = 0, col = 0; run < runs; col += depths[run++])
-        for (index_t kk = 0; kk < depths[run]; ++kk)
-          sum += double(a(r, col + kk)) * double(float(b(first[run] + kk, j)));
-      const double want = 0.5 * sum + (with_scale ? double(scale(r)) * double(before(r, j)) : 0.0);
-      ASSERT_NEAR(double(c(r, j)), want, 1e-5 * (1 + std::abs(want)) * double(depth)) << r << "," << j;
-    }
+  expect_block(c, before, with_scale ? scale.data() : nullptr, m_valid, n_valid, depth, [&](index_t r, index_t j) {
+    double sum = 0;
+    for (index_t run = 0, col = 0; run < runs; col += depths[run++])
+      for (index_t kk = 0; kk < depths[run]; ++kk) sum += double(a(r, col + kk)) * double(float(b(first[run] + kk, j)));
+    return sum;
+  });
 }
 
 TEST(AttentionMicroKernel, RunsOfRowsFromAnywhereInB) {
@@ -136,17 +139,11 @@ void check_pairs(index_t depth, index_t m_valid, index_t n_valid, bool with_scal
   else
     simd::pair_micro_kernel(pairs, qz.data(), 2 * pairs, m_valid, panel, n_valid, c.data(), ldc,
                             with_scale ? scale.data() : nullptr, 0.5f);
-  for (index_t r = 0; r < MR; ++r)
-    for (index_t j = 0; j < ldc; ++j) {
-      if (r >= m_valid || j >= n_valid) {
-        ASSERT_EQ(c(r, j), before(r, j)) << "written outside the block at " << r << "," << j;
-        continue;
-      }
-      double sum = 0;
-      for (index_t kk = 0; kk < depth; ++kk) sum += double(float(q(r, kk))) * double(float(k(NR + j, kk)));
-      const double want = 0.5 * sum + (with_scale ? double(scale(r)) * double(before(r, j)) : 0.0);
-      ASSERT_NEAR(double(c(r, j)), want, 1e-5 * (1 + std::abs(want)) * double(depth)) << r << "," << j;
-    }
+  expect_block(c, before, with_scale ? scale.data() : nullptr, m_valid, n_valid, depth, [&](index_t r, index_t j) {
+    double sum = 0;
+    for (index_t kk = 0; kk < depth; ++kk) sum += double(float(q(r, kk))) * double(float(k(NR + j, kk)));
+    return sum;
+  });
   // the padding keys of the last panel are zero
   for (index_t p = 0; p < pairs; ++p)
     for (index_t j = n_valid; j < NR; ++j)

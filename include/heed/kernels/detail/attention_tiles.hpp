@@ -39,45 +39,16 @@ struct alignas(128) AttentionScratch {
   AttentionStats stats;
 };
 
-// O[0:ni, :] = c · O + P V for one key tile: P [ni, nj] (leading dimension ldp), V rows from v
-// (ldv apart, in V's storage type), O [ni, dv] (leading dimension dv), c per row (nullptr:
-// O = P V). Full NR-wide column blocks run on the micro-kernel, then a half-width block where
-// one vector of columns is left (d = 80, 96, ...); the last dv % (NR / 2) columns on a plain
-// loop.
+// O[0:ni, :] = c · O + Σ_r P_r V_r over a span's runs of keys: P_r is the next keys[r] columns of
+// P [ni, Σ keys] (side by side, leading dimension ldp), V_r keys[r] rows from v[r] (ldv apart, in
+// V's storage type), O [ni, dv] (leading dimension dv), c per row (nullptr: O = Σ P_r V_r); ones
+// is a row of ones (only read when several runs meet a single row). The micro-kernel keeps each
+// block of O in registers across the runs: one pass over O per span, not one per run. Full
+// NR-wide column blocks first, then a half-width block where one vector of columns is left
+// (d = 80, 96, ...), the last dv % (NR / 2) columns on a plain loop.
 template <class T, class TV>
-void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t nj, const TV* v, index_t ldv, index_t dv, T* o,
-                   const T* c) noexcept {
-  constexpr index_t MR = simd::AttentionTile<T>::mr, NR = simd::AttentionTile<T>::nr;
-  if (ni == 1) return simd::attention_row_pv(nj, p, v, ldv, dv, o, c);
-  constexpr index_t W = NR / 2;
-  index_t full = dv / NR * NR;
-  // column block by column block: those NR columns of V's nj rows stay in L1 while every row
-  // block of P reads them
-  for (index_t c0 = 0; c0 < full; c0 += NR)
-    for (index_t ir = 0; ir < ni; ir += MR)
-      simd::attention_micro_kernel(nj, p + ir * ldp, ldp, std::min(MR, ni - ir), v + c0, ldv, NR, o + ir * dv + c0, dv,
-                                   c ? c + ir : nullptr, T(1));
-  if (dv - full >= W) {
-    for (index_t ir = 0; ir < ni; ir += MR)
-      simd::attention_micro_kernel<T, 1>(nj, p + ir * ldp, ldp, std::min(MR, ni - ir), v + full, ldv, W,
-                                         o + ir * dv + full, dv, c ? c + ir : nullptr, T(1));
-    full += W;
-  }
-  for (index_t i = 0; i < ni; ++i)
-    for (index_t col = full; col < dv; ++col) {
-      T sum = c ? c[i] * o[i * dv + col] : T(0);
-      for (index_t j = 0; j < nj; ++j) sum += p[i * ldp + j] * static_cast<T>(v[j * ldv + col]);
-      o[i * dv + col] = sum;
-    }
-}
-
-// accumulate_pv over a span's runs: O = c · O + Σ_r P_r V_r, where P_r is the next keys[r]
-// columns of P (side by side) and V_r keys[r] rows from v[r]. The micro-kernel keeps each block of
-// O in registers across the runs: one pass over O per span, not one per run.
-template <class T, class TV>
-void accumulate_pv_runs(const T* p, index_t ldp, index_t ni, index_t runs, const index_t* keys, const TV* const* v,
-                        index_t ldv, index_t dv, T* o, const T* c, const T* ones) noexcept {
-  if (runs == 1) return accumulate_pv(p, ldp, ni, keys[0], v[0], ldv, dv, o, c);
+void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t runs, const index_t* keys, const TV* const* v,
+                   index_t ldv, index_t dv, T* o, const T* c, const T* ones) noexcept {
   constexpr index_t MR = simd::AttentionTile<T>::mr, NR = simd::AttentionTile<T>::nr, W = NR / 2;
   if (ni == 1) {  // one row: run by run, the later runs adding to O
     for (index_t r = 0, col = 0; r < runs; col += keys[r++])
@@ -215,7 +186,9 @@ void attention_decode(const TensorView<T, 4>& out, const TensorView<const T, 4>&
       }
       for (index_t r = 0; r < R; ++r)
         s.correction[static_cast<std::size_t>(r)] = s.rows[static_cast<std::size_t>(r)].update(S + r * bk, nj);
-      accumulate_pv(S, bk, R, nj, &v(b, hk, j0, 0), v.stride(2), dv, O, started ? s.correction.data() : nullptr);
+      const T* rows = &v(b, hk, j0, 0);
+      accumulate_pv<Acc, T>(S, bk, R, 1, &nj, &rows, v.stride(2), dv, O, started ? s.correction.data() : nullptr,
+                            nullptr);
       started = true;
     }
     if (options.stats) add_stats(stats[static_cast<std::size_t>(worker)], counted);
@@ -488,7 +461,7 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
         keys[r] = run_keys(r);
         rows[r] = &v(b, h / group, run_key(r), 0);
       }
-      accumulate_pv_runs(S, ld, ni, runs, keys, rows, v.stride(2), dv, O, c_scale(0), s.ones.data());
+      accumulate_pv(S, ld, ni, runs, keys, rows, v.stride(2), dv, O, c_scale(0), s.ones.data());
       started = true;
     }
 

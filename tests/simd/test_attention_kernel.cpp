@@ -1,7 +1,7 @@
 // The attention micro-kernel (heed/simd/attention_kernel.hpp) against a double loop: full and
 // edge blocks (m_valid < MR, n_valid < NR), with and without the per-row scale of C, A and B
 // strided, B in float and in bfloat16 / half (widened as it is read), B in runs of rows; and
-// pack_kt's layout.
+// pack_kt's and pack_kt_pairs' layouts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -236,18 +236,44 @@ TEST(PairProducts, ExpSumRoundedIsTheSoftmaxStepInBfloat16) {
   }
 }
 
+// Full panels (transposed in 16 × 16 blocks on AVX-512) and a short last one, depths below,
+// at and past a block (with a tail), K's rows strided.
 TEST(AttentionMicroKernel, PackKtLaysKeysOutInPanelsOfNr) {
   constexpr index_t NR = simd::AttentionTile<float>::nr;
-  const index_t keys = NR + 3, depth = 5, ldk = depth + 2;
-  const auto k = heed::randn<float>({keys, ldk}, 5);
-  std::vector<float> out(static_cast<std::size_t>(2 * depth * NR), -1.0f);
-  simd::pack_kt(k.data(), ldk, keys, depth, out.data());
-  for (index_t p = 0; p < 2; ++p)
-    for (index_t kk = 0; kk < depth; ++kk)
-      for (index_t j = 0; j < NR; ++j) {
-        const index_t key = p * NR + j;
-        EXPECT_EQ(out[static_cast<std::size_t>(p * depth * NR + kk * NR + j)], key < keys ? k(key, kk) : 0.0f);
-      }
+  for (const index_t depth : {5, 16, 37, 64}) {
+    SCOPED_TRACE(testing::Message() << "depth " << depth);
+    const index_t keys = 2 * NR + 3, ldk = depth + 3, panels = (keys + NR - 1) / NR;
+    const auto k = heed::randn<float>({keys, ldk}, 5);
+    std::vector<float> out(static_cast<std::size_t>(panels * depth * NR), -1.0f);
+    simd::pack_kt(k.data(), ldk, keys, depth, out.data());
+    for (index_t p = 0; p < panels; ++p)
+      for (index_t kk = 0; kk < depth; ++kk)
+        for (index_t j = 0; j < NR; ++j) {
+          const index_t key = p * NR + j;
+          ASSERT_EQ(out[static_cast<std::size_t>(p * depth * NR + kk * NR + j)], key < keys ? k(key, kk) : 0.0f)
+              << "key " << key << " depth " << kk;
+        }
+  }
+}
+
+// The same for bfloat16 keys with the depth in pairs (pack_kt_pairs), odd depths padded with a zero.
+TEST(AttentionMicroKernel, PackKtPairsLaysPairsOutInPanels) {
+  constexpr index_t NR = simd::pair_panel;
+  for (const index_t depth : {5, 32, 37, 64}) {
+    SCOPED_TRACE(testing::Message() << "depth " << depth);
+    const index_t keys = 2 * NR + 3, ldk = depth + 3, panels = (keys + NR - 1) / NR, pairs = (depth + 1) / 2;
+    const auto k = heed::cast<heed::bfloat16>(heed::randn<float>({keys, ldk}, 6));
+    std::vector<heed::bfloat16> out(static_cast<std::size_t>(panels * pairs * 2 * NR), heed::bfloat16(-1.0f));
+    simd::pack_kt_pairs(k.data(), ldk, keys, depth, out.data());
+    for (index_t p = 0; p < panels; ++p)
+      for (index_t kk = 0; kk < 2 * pairs; ++kk)
+        for (index_t j = 0; j < NR; ++j) {
+          const index_t key = p * NR + j;
+          const float want = key < keys && kk < depth ? float(k(key, kk)) : 0.0f;
+          ASSERT_EQ(float(out[static_cast<std::size_t>(p * pairs * 2 * NR + kk / 2 * 2 * NR + 2 * j + kk % 2)]), want)
+              << "key " << key << " depth " << kk;
+        }
+  }
 }
 
 // The one-row kernels of the decode path: scores of one query row against nj keys (whole

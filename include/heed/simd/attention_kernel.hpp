@@ -27,6 +27,8 @@
 
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/simd/detail/micro_kernel_parts.hpp"
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/simd/detail/transpose.hpp"
 
 #if defined(HEED_SIMD_AVX512_BF16)
 #include <immintrin.h>
@@ -173,13 +175,22 @@ inline void attention_row_pv(index_t nj, const T* p, const TV* v, index_t ldv, i
 
 /// Kᵀ in panels of NR keys: out[p · depth · NR + kk · NR + j] = k[(p · NR + j) · ldk + kk] for the
 /// `keys` rows of k, zero for the keys past them in the last panel, in k's own type (NR is the
-/// accumulator type's). out holds ceil(keys / NR) · depth · NR values.
+/// accumulator type's). out holds ceil(keys / NR) · depth · NR values. Full float panels are
+/// transposed in 16 × 16 blocks where the target has AVX-512, 8 × 8 on AVX2.
 template <class T>
 inline void pack_kt(const T* k, index_t ldk, index_t keys, index_t depth, T* out) noexcept {
   constexpr index_t NR = AttentionTile<accumulator_t<T>>::nr;
   for (index_t p = 0; p * NR < keys; ++p) {
     T* panel = out + p * depth * NR;
     const index_t n = std::min(NR, keys - p * NR);
+    index_t done = 0;  // depths already packed
+    if constexpr (sizeof(T) == 4)
+      if (n == NR) done = detail::transpose_panel_32<NR>(k + p * NR * ldk, ldk * index_t{sizeof(T)}, depth, panel);
+    if (done > 0) {
+      for (index_t j = 0; j < NR; ++j)
+        for (index_t kk = done; kk < depth; ++kk) panel[kk * NR + j] = k[(p * NR + j) * ldk + kk];
+      continue;
+    }
     for (index_t j = 0; j < n; ++j) {
       const T* row = k + (p * NR + j) * ldk;
       for (index_t kk = 0; kk < depth; ++kk) panel[kk * NR + j] = row[kk];
@@ -212,9 +223,11 @@ inline void pack_kt_pairs(const bfloat16* k, index_t ldk, index_t keys, index_t 
   for (index_t p = 0; p * NR < keys; ++p) {
     bfloat16* panel = out + p * pairs * 2 * NR;
     const index_t n = std::min(NR, keys - p * NR);
+    // whole pairs of full panels in 16 × 16 blocks on AVX-512, 8 × 8 on AVX2
+    const index_t done = n == NR ? detail::transpose_panel_32<NR>(k + p * NR * ldk, ldk * 2, whole, panel) : 0;
     for (index_t j = 0; j < n; ++j) {
       const bfloat16* row = k + (p * NR + j) * ldk;
-      for (index_t kp = 0; kp < whole; ++kp)
+      for (index_t kp = done; kp < whole; ++kp)
         std::memcpy(panel + kp * 2 * NR + 2 * j, row + 2 * kp, 2 * sizeof(bfloat16));
       if (depth % 2 != 0) {
         panel[whole * 2 * NR + 2 * j] = row[depth - 1];

@@ -11,7 +11,8 @@
 // registers before the store.
 //
 // pack_a has a generic version and, for float on AVX-512, an overload that transposes 12 × 16
-// blocks in registers (the target_isa tag picks it; see simd/arch.hpp).
+// blocks in registers (the target_isa tag picks it; see simd/arch.hpp), with the register
+// transpose that packs Kᵀ for the attention micro-kernel (simd/detail/transpose.hpp).
 //
 // 16-bit storage (bfloat16, half): the tiles are those of the accumulator type (float); pack_a
 // widens A as it packs it, and the micro-kernel widens each row of the (16-bit) W panel as it
@@ -32,6 +33,9 @@
 #if defined(HEED_SIMD_AVX512)
 #include <immintrin.h>
 #endif
+
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/simd/detail/transpose.hpp"
 
 namespace heed::simd {
 
@@ -181,7 +185,7 @@ inline void pack_a_panel(const T* a, index_t lda, index_t mr, index_t kc, accumu
 
 #if defined(HEED_SIMD_AVX512)
 /// The float micro-panel on AVX-512 (MR = 12): full panels go through 12 × 16 blocks
-/// transposed in registers (unpack, then shuffle_f32x4); each 16-wide store spills 4 values
+/// transposed in registers (four zero rows make them 16 × 16); each 16-wide store spills 4 values
 /// past its column, which the next column's store overwrites (the last one's land in the next
 /// micro-panel or in pack_a_slack). Partial panels and the k tail take the generic loop.
 inline void pack_a_panel(const float* a, index_t lda, index_t mr, index_t kc, float* out, avx512_isa) noexcept {
@@ -191,30 +195,11 @@ inline void pack_a_panel(const float* a, index_t lda, index_t mr, index_t kc, fl
     for (; kk0 + 16 <= kc; kk0 += 16) {
       const float* src = a + kk0;
       float* dst = out + kk0 * 12;
-      __m512 r[16], t[16];
+      __m512 r[16];
       for (int i = 0; i < 12; ++i) r[i] = _mm512_loadu_ps(src + i * lda);
       for (int i = 12; i < 16; ++i) r[i] = _mm512_setzero_ps();
-      for (int i = 0; i < 16; i += 2) {  // pairs of rows interleaved
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-      }
-      const auto pd = [](__m512 x) { return _mm512_castps_pd(x); };
-      for (int i = 0; i < 16; i += 4) {  // then pairs of pairs: 4 rows of one column per 128-bit lane
-        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i]), pd(t[i + 2])));
-        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i]), pd(t[i + 2])));
-        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i + 1]), pd(t[i + 3])));
-        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i + 1]), pd(t[i + 3])));
-      }
-      for (int j = 0; j < 4; ++j) {  // then the four row groups' lanes gathered per column
-        const __m512 b0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), b1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xEE);
-        const __m512 b2 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44);
-        const __m512 b3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xEE);
-        t[j] = _mm512_shuffle_f32x4(b0, b2, 0x88);
-        t[4 + j] = _mm512_shuffle_f32x4(b0, b2, 0xDD);
-        t[8 + j] = _mm512_shuffle_f32x4(b1, b3, 0x88);
-        t[12 + j] = _mm512_shuffle_f32x4(b1, b3, 0xDD);
-      }
-      for (int j = 0; j < 16; ++j) _mm512_storeu_ps(dst + j * 12, t[j]);
+      detail::transpose_in_registers(r);
+      for (int j = 0; j < 16; ++j) _mm512_storeu_ps(dst + j * 12, r[j]);
     }
   pack_a_panel(a + kk0, lda, mr, kc - kk0, out + kk0 * 12, generic_isa{});
 }

@@ -183,17 +183,12 @@ inline void pack_kt(const T* k, index_t ldk, index_t keys, index_t depth, T* out
   for (index_t p = 0; p * NR < keys; ++p) {
     T* panel = out + p * depth * NR;
     const index_t n = std::min(NR, keys - p * NR);
-    index_t done = 0;  // depths already packed
+    index_t done = 0;  // depths packed by register transposes
     if constexpr (sizeof(T) == 4)
       if (n == NR) done = detail::transpose_panel_32<NR>(k + p * NR * ldk, ldk * index_t{sizeof(T)}, depth, panel);
-    if (done > 0) {
-      for (index_t j = 0; j < NR; ++j)
-        for (index_t kk = done; kk < depth; ++kk) panel[kk * NR + j] = k[(p * NR + j) * ldk + kk];
-      continue;
-    }
     for (index_t j = 0; j < n; ++j) {
       const T* row = k + (p * NR + j) * ldk;
-      for (index_t kk = 0; kk < depth; ++kk) panel[kk * NR + j] = row[kk];
+      for (index_t kk = done; kk < depth; ++kk) panel[kk * NR + j] = row[kk];
     }
     for (index_t j = n; j < NR; ++j)
       for (index_t kk = 0; kk < depth; ++kk) panel[kk * NR + j] = T(0);

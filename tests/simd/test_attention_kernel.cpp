@@ -236,7 +236,7 @@ TEST(PairProducts, ExpSumRoundedIsTheSoftmaxStepInBfloat16) {
   }
 }
 
-// Full panels (transposed in 16 × 16 blocks on AVX-512) and a short last one, depths below,
+// Full panels (transposed in 16 × 16 blocks on AVX-512, 8 × 8 on AVX2) and a short last one, depths below,
 // at and past a block (with a tail), K's rows strided.
 TEST(AttentionMicroKernel, PackKtLaysKeysOutInPanelsOfNr) {
   constexpr index_t NR = simd::AttentionTile<float>::nr;

@@ -72,21 +72,29 @@ BENCHMARK(BM_gemm_micro_kernel)->ArgName("kc")->Arg(64)->Arg(192);
 
 // Packing Kᵀ into panels, as the attention driver does once per call for every key (in pieces of
 // 1024 keys): with few query rows per key (a sparse mask, a short query) it is a tenth of the
-// call. The counter is the bytes of K read per second (1024 keys, d deep: 256 KiB at d = 64).
+// call. The counter is the bytes of K read per second. Args: d, keys. 1024 keys (256 KiB at
+// d = 64) stay in L2 from one iteration to the next; 65536 keys (one head of the long-sequence
+// benchmark, 16 MiB) come from L3 and memory, as they do in the driver.
 void BM_pack_kt(benchmark::State& state) {
-  constexpr index_t keys = 1024, NR = simd::AttentionTile<float>::nr;
-  const index_t depth = state.range(0);
+  constexpr index_t piece = 1024, NR = simd::AttentionTile<float>::nr;
+  const index_t depth = state.range(0), keys = state.range(1);
   const auto k = heed::randn<float>({keys, depth}, 1);
-  std::vector<float> out(static_cast<std::size_t>((keys + NR - 1) / NR * NR * depth));
+  heed::Tensor<float, 1> out({(keys + NR - 1) / NR * NR * depth});
   for (auto _ : state) {
-    simd::pack_kt(k.data(), depth, keys, depth, out.data());
+    for (index_t j0 = 0; j0 < keys; j0 += piece)  // the driver's pieces
+      simd::pack_kt(k.data() + j0 * depth, depth, std::min(piece, keys - j0), depth, out.data() + j0 * depth);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
   state.counters["GB/s"] = benchmark::Counter(
       double(keys * depth) * sizeof(float), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
-BENCHMARK(BM_pack_kt)->ArgName("depth")->Arg(64)->Arg(80)->Arg(128);
+BENCHMARK(BM_pack_kt)
+    ->ArgNames({"depth", "keys"})
+    ->Args({64, 1024})
+    ->Args({80, 1024})
+    ->Args({128, 1024})
+    ->Args({64, 65536});
 
 // The same for bfloat16 keys, the depth in pairs (pack_kt_pairs).
 void BM_pack_kt_pairs(benchmark::State& state) {

@@ -7,6 +7,7 @@
 #include "heed/core/cast.hpp"
 #include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
+#include "heed/simd/arch.hpp"
 #include "heed/simd/convert.hpp"
 #include "heed/simd/vector_ops.hpp"
 
@@ -93,13 +94,19 @@ void reduce_over_channels(const S* x, const A* scale, index_t C, index_t plane, 
   for (index_t c0 = last; c0 >= 0; c0 -= G) {
     const index_t g = std::min(G, C - c0);
     const S* rows = x + c0 * plane;
-    const auto group = [&](index_t count) {
+    // group_rows: G as a compile-time constant for a whole group, a plain index for the last,
+    // shorter one. With the count a run-time argument, gcc -O2 kept this lambda out of line and
+    // reloaded its captures for every vector: a half CBAM's reductions took 1.7× their -O3 time
+    // (docs/decisions.md).
+    const auto group = [&](auto group_rows) {
+      const index_t count = group_rows;
       for (index_t j = 0; j < vectors; j += W) {
         simd::batch<A> sum = scaled(c0, load_accumulated(rows + j)), top = sum;
         if (c0 != last) {
           top = simd::max(simd::load(max + j), sum);
           sum = simd::load(mean + j) + sum;
         }
+        HEED_UNROLL(8)
         for (index_t c = 1; c < count; ++c) {
           const simd::batch<A> v = scaled(c0 + c, load_accumulated(rows + c * plane + j));
           sum = sum + v;
@@ -124,7 +131,7 @@ void reduce_over_channels(const S* x, const A* scale, index_t C, index_t plane, 
       }
     };
     if (g == G)
-      group(G);  // the count known at compile time: the loop over the group unrolls
+      group(std::integral_constant<index_t, G>{});
     else
       group(g);
   }

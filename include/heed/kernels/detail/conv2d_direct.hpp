@@ -7,6 +7,7 @@
 
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
+#include "heed/simd/arch.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::detail {
@@ -38,17 +39,24 @@ void conv2d_stride1(const TensorView<const T, 4>& x, const TensorView<const T, 4
     for (index_t oy = 0; oy < Ho; oy += R)
       for (index_t c = 0; c < chunks; ++c) {
         const index_t x0 = c * V;
+        // The loops over the R accumulators are unrolled by hand (R = 4), and the one that stores
+        // them has no early exit: at -O2 gcc kept them on the stack otherwise, and CBAM's 7 × 7
+        // map took 3× as long (docs/decisions.md).
         simd::batch<T> acc[R];
+        HEED_UNROLL(4)
         for (index_t r = 0; r < R; ++r) acc[r] = simd::broadcast(b0);
         for (index_t ci = 0; ci < Cin; ++ci)
           for (index_t ky = 0; ky < kh; ++ky) {
             const T* row = padded.data() + (ci * Hp + oy + ky) * Wp + x0;
             for (index_t kx = 0; kx < kw; ++kx) {
               const simd::batch<T> wv = simd::broadcast(w(co, ci, ky, kx));
+              HEED_UNROLL(4)
               for (index_t r = 0; r < R; ++r) acc[r] = simd::fma(wv, simd::load(row + r * Wp + kx), acc[r]);
             }
           }
-        for (index_t r = 0; r < R && oy + r < Ho; ++r) {
+        HEED_UNROLL(4)
+        for (index_t r = 0; r < R; ++r) {
+          if (oy + r >= Ho) continue;
           T* dst = o + (oy + r) * Wo + x0;
           if (x0 + V <= Wo) {
             simd::store(dst, acc[r]);

@@ -248,8 +248,9 @@ template <class T>
 // xsimd 8.1's AVX-512 haddp returns wrong sums (tests/simd/test_vector_ops.cpp, ReduceAddRows,
 // fails with it on an AVX-512 machine), so on AVX-512 heed folds each row to 256 bits and sums
 // eight rows at a time with AVX's horizontal adds.
-[[nodiscard]] inline batch<float> reduce_add_rows(const batch<float>* rows, avx512_isa) noexcept {
+[[nodiscard]] HEED_ALWAYS_INLINE batch<float> reduce_add_rows(const batch<float>* rows, avx512_isa) noexcept {
   __m256 folded[16];
+  HEED_UNROLL(16)  // fully: at -O2 gcc kept `folded` (and the caller's rows) on the stack otherwise
   for (int r = 0; r < 16; ++r) {
     const __m512 row = rows[r];
     folded[r] = _mm256_add_ps(_mm512_castps512_ps256(row), _mm512_extractf32x8_ps(row, 1));
@@ -264,8 +265,9 @@ template <class T>
   return batch<float>(_mm512_insertf32x8(_mm512_castps256_ps512(sum_rows8(folded)), sum_rows8(folded + 8), 1));
 }
 
-[[nodiscard]] inline batch<double> reduce_add_rows(const batch<double>* rows, avx512_isa) noexcept {
+[[nodiscard]] HEED_ALWAYS_INLINE batch<double> reduce_add_rows(const batch<double>* rows, avx512_isa) noexcept {
   __m256d folded[8];
+  HEED_UNROLL(8)
   for (int r = 0; r < 8; ++r) {
     const __m512d row = rows[r];
     folded[r] = _mm256_add_pd(_mm512_castpd512_pd256(row), _mm512_extractf64x4_pd(row, 1));
@@ -280,7 +282,7 @@ template <class T>
 #endif
 
 template <class T>
-[[nodiscard]] inline batch<T> reduce_add_rows(const batch<T>* rows) noexcept {
+[[nodiscard]] HEED_ALWAYS_INLINE batch<T> reduce_add_rows(const batch<T>* rows) noexcept {
   return reduce_add_rows(rows, target_isa{});
 }
 

@@ -37,9 +37,10 @@ HEED_ALWAYS_INLINE void micro_store(const simd::batch<T> (&acc)[MR][NB], index_t
                                     index_t ldc, const T* c_scale, T alpha) noexcept {
   constexpr auto W = static_cast<index_t>(simd::width<T>), NR = static_cast<index_t>(NB) * W;
   const simd::batch<T> va = simd::broadcast(alpha);
-  if (m_valid == static_cast<index_t>(MR) && n_valid == NR) {
-    HEED_UNROLL(16)  // the accumulators stay in registers (a loop spilled them to the stack first)
+  if (n_valid == NR) {  // whole rows (fewer than MR of them at the end of a tile, or in a decode step)
+    HEED_UNROLL(16)     // the accumulators stay in registers (a loop spilled them to the stack first)
     for (std::size_t r = 0; r < MR; ++r) {
+      if (static_cast<index_t>(r) >= m_valid) continue;  // not break: an early exit keeps gcc -O2 from unrolling
       T* row = c + static_cast<index_t>(r) * ldc;
       HEED_UNROLL(2)
       for (std::size_t x = 0; x < NB; ++x) {

@@ -11,8 +11,8 @@
 // Blocks of 32-bit values transposed in registers: Kᵀ packed into the attention micro-kernel's
 // panels (pack_kt, pack_kt_pairs in heed/simd/attention_kernel.hpp) and A into the GEMM's
 // micro-panels (pack_a_panel in heed/simd/gemm_kernel.hpp). Every loop over the registers is
-// unrolled by hand (HEED_UNROLL): gcc -O2 does not peel them, kept the arrays on the stack and
-// packed at 22 GB/s instead of 54 (BM_pack_kt, d = 64; docs/decisions.md).
+// unrolled by hand (HEED_UNROLL): gcc -O2 does not peel them by itself, kept the arrays on the
+// stack and packed at 19-21 GB/s instead of 60 (BM_pack_kt, d = 64, AVX-512; docs/decisions.md).
 namespace heed::detail {
 
 #if defined(HEED_SIMD_AVX512)

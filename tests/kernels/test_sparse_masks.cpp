@@ -347,6 +347,37 @@ TEST(SparseMasks, LongKeysArePackedOneHeadAtATime) {
   }
 }
 
+TEST(SparseMasks, LongHeadsAskAheadWithoutChangingTheResult) {
+  // Lk 8229, d 128: a head's K and V pass 8 MiB, so each query tile asks ahead (into L2) for the
+  // key tiles its worker's next query tile adds (LookAhead in kernels/detail/attention_tiles.hpp):
+  // with one worker tiles 0 and 1 ask for 1 and 2, with two workers tile 0 asks for 2. The block
+  // rows differ (a window, a random pick, a global row), so each next tile adds tiles of its own.
+  const index_t Lq = 150, Lk = 8229, block = 64, nbq = 3, nbk = (Lk + block - 1) / block;
+  const Inputs<float> in({.B = 1, .H = 2, .Lq = Lq, .Lk = Lk, .d = 128, .dv = 128}, 14);
+  Tensor<bool, 4> layout({1, 2, nbq, nbk});
+  for (index_t h = 0; h < 2; ++h)
+    for (index_t i = 0; i < nbq; ++i)
+      for (index_t j = 0; j < nbk; ++j)
+        layout(0, h, i, j) = (i == 2 && h == 1) || std::abs(i - j) <= 1 || (j * 7 + i * 3 + h) % 41 == 0;
+  const mask::BlockSparse blocks{layout, block};
+  const reference::MaskFn definition(
+      [&](index_t, index_t h, index_t i, index_t j) { return layout(0, h, i / block, j / block) ? 0.0 : hidden; });
+  const auto qd = reference::to_double(in.q), kd = reference::to_double(in.k), vd = reference::to_double(in.v);
+  const auto expected =
+      reference::attention(qd, kd, vd, reference::scaled_dot(qd, kd, 1.0 / std::sqrt(128.0)), definition, false);
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    heed::AttentionStats stats;
+    const auto got =
+        heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, blocks, {.num_threads = threads, .stats = &stats});
+    EXPECT_TRUE(all_close(got.output, expected.output, attention_tolerance<float>()));
+    index_t open = 0;
+    for (index_t i = 0; i < layout.numel(); ++i) open += layout.data()[i] ? 1 : 0;
+    EXPECT_EQ(stats.open, open);  // asking ahead visits nothing
+    EXPECT_EQ(stats.partial, 0);
+  }
+}
+
 TEST(SparseMasks, FewQueriesAgainstManyKeysTakeTheDecodePath) {
   // Lq 3 against Lk 700: the decode path's key ranges, a block layout [1, 22] per head
   const index_t Lk = 700, block = 32, nbk = (Lk + block - 1) / block;

@@ -98,6 +98,16 @@ inline void prefetch(const void* p) noexcept {
 #endif
 }
 
+/// prefetch() into the second-level cache (and the levels below it), not the first: for a line
+/// needed some microseconds from now, which should not evict what the current loop reads.
+inline void prefetch_l2(const void* p) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p, 0, 2);
+#else
+  (void)p;
+#endif
+}
+
 /// prefetch(), for a line that is about to be written.
 inline void prefetch_for_write(void* p) noexcept {
 #if defined(__GNUC__) || defined(__clang__)

@@ -24,6 +24,7 @@ inline constexpr index_t default_block_k = 256;
 inline constexpr index_t max_span_keys = 256;                   // visited tiles in a row are computed as one span...
 inline constexpr index_t max_span_tiles = 16;                   // ...of at most this many keys and tiles
 inline constexpr index_t pack_budget_bytes = index_t{8} << 20;  // packed K (and V) per chunk of heads
+inline constexpr index_t look_ahead_bytes = index_t{8} << 20;   // a head's K and V from this size on: LookAhead
 
 // One worker's buffers, reused across its tiles, in the accumulator type. Aligned apart: a
 // worker's tile counts are written at every tile, and sharing a cache line with the next
@@ -37,6 +38,59 @@ struct alignas(128) AttentionScratch {
   std::vector<OnlineSoftmax<T>> rows;
   std::vector<T> m_at;  // [block_q, key tiles]: the running max when a tile was written
   AttentionStats stats;
+};
+
+// The key tiles (b, h)'s query tile [q0, q0 + qn) visits, in key order, at most `most` of them
+// (the driver's own walk, without its counts).
+template <class Mask>
+index_t visited_tiles(const Mask& mask, index_t b, index_t h, index_t q0, index_t qn, index_t bk, index_t Lk,
+                      index_t* ids, index_t most) noexcept {
+  const index_t k_tiles = (Lk + bk - 1) / bk;
+  index_t count = 0;
+  for (index_t jt = 0; jt < k_tiles && count < most;) {
+    const TileRef tile{b, h, q0, qn, jt * bk, std::min(bk, Lk - jt * bk)};
+    if (mask.classify(tile) == mask::Tile::blocked) {
+      jt = std::max(jt + 1, std::min(k_tiles, mask::next_visible_key(mask, tile) / bk));
+      continue;
+    }
+    ids[count++] = jt++;
+  }
+  return count;
+}
+
+// Memory regions (the key tiles a worker's next query tile reads and its current one does not:
+// BigBird's random blocks, a window's next tile) asked for into L2 a few lines per step of the
+// current tile, so that they arrive while it computes. Once a head's K and V pass the L3
+// (look_ahead_bytes and more), a random block's keys and values come from memory; asked for all
+// at once at the start of a tile, they queued behind each other and helped nothing
+// (docs/decisions.md, "Long sequences").
+class LookAhead {
+ public:
+  static constexpr index_t most = 2 * max_span_tiles;
+
+  void add(const void* p, index_t bytes) noexcept {
+    if (regions_ == most || bytes <= 0) return;
+    at_[regions_] = static_cast<const char*>(p);
+    lines_[regions_] = (bytes + line - 1) / line;
+    total_ += lines_[regions_++];
+  }
+  // Spread what was added over `steps` calls to step().
+  void spread(index_t steps) noexcept { per_step_ = steps > 0 ? (total_ + steps - 1) / steps : total_; }
+  void step() noexcept {
+    for (index_t n = 0; n < per_step_ && region_ < regions_; ++n) {
+      simd::prefetch_l2(at_[region_] + line_ * line);
+      if (++line_ == lines_[region_]) {
+        line_ = 0;
+        ++region_;
+      }
+    }
+  }
+
+ private:
+  static constexpr index_t line = 64;
+  const char* at_[most];
+  index_t lines_[most];
+  index_t regions_ = 0, total_ = 0, per_step_ = 0, region_ = 0, line_ = 0;
 };
 
 // O[0:ni, :] = c · O + Σ_r P_r V_r over a span's runs of keys: P_r is the next keys[r] columns of
@@ -335,6 +389,10 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
   if constexpr (requires { scorer.packed_bytes(); }) group_bytes += scorer.packed_bytes();
   const index_t chunk = group_bytes > 0 ? std::clamp<index_t>(pack_budget_bytes / group_bytes, 1, groups) : groups;
   if (pair_pv) packed_v = aligned_storage<T>(chunk * v_panels, false);
+  // past the L3, each query tile asks ahead for the key tiles its worker's next one adds (LookAhead)
+  bool look_ahead = false;
+  if constexpr (requires { scorer.packed_keys(index_t{}, index_t{}, index_t{}, index_t{}); })
+    look_ahead = scorer.packed_bytes() > 0 && scorer.packed_bytes() + Lk * dv * index_t{sizeof(T)} >= look_ahead_bytes;
 
   std::vector<AttentionScratch<Acc>> scratch(static_cast<std::size_t>(threads));
   for (auto& s : scratch) {
@@ -358,6 +416,30 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
     if (with_weights) std::fill(s.m_at.begin(), s.m_at.end(), -std::numeric_limits<Acc>::infinity());
     const auto tile_at = [&](index_t jt) { return TileRef{b, h, i0, ni, jt * bk, std::min(bk, Lk - jt * bk)}; };
     mask::Tile kinds[max_span_tiles];
+    LookAhead ahead;  // nothing added: its steps do nothing
+    if constexpr (requires { scorer.packed_keys(b, h, i0, ni); }) {
+      // this worker's next query tile of the head, if the scheduler hands out tiles in turn
+      const index_t next = i0 + threads * bq;
+      if (look_ahead && next < Lq) {
+        index_t here[4 * max_span_tiles], there[max_span_tiles];
+        const index_t n_here = visited_tiles(mask, b, h, i0, ni, bk, Lk, here, 4 * max_span_tiles);
+        const index_t n_there = visited_tiles(mask, b, h, next, std::min(bq, Lq - next), bk, Lk, there, max_span_tiles);
+        for (index_t u = 0; u < n_there; ++u) {
+          if (std::find(here, here + n_here, there[u]) != here + n_here) continue;
+          const index_t j0 = there[u] * bk, nj = std::min(bk, Lk - j0);
+          const auto [keys, key_bytes] = scorer.packed_keys(b, h, j0, nj);
+          ahead.add(keys, key_bytes);
+          if (pair_pv) {
+            for (index_t cp = 0; cp < col_panels; ++cp)
+              ahead.add(packed_v.get() + packed * v_panels + cp * key_pairs * 2 * NR + j0 * NR,
+                        (nj + 1) / 2 * 2 * NR * index_t{sizeof(T)});
+          } else {
+            ahead.add(&v(b, h / group, j0, 0), ((nj - 1) * v.stride(2) + dv) * index_t{sizeof(T)});
+          }
+        }
+        ahead.spread(ni * std::max<index_t>(1, (n_here + span_tiles - 1) / span_tiles));  // a step per row update
+      }
+    }
     index_t tile_ids[max_span_tiles];                              // the span's tiles, in key order
     index_t run_first[max_span_tiles], run_tiles[max_span_tiles];  // its runs of consecutive tiles
 
@@ -405,6 +487,7 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
       const index_t span_pairs = (nj + 1) / 2;
       if (pair_pv) rounded.resize(static_cast<std::size_t>(ni * 2 * span_pairs));
       for (index_t i = 0; i < ni; ++i) {
+        ahead.step();
         Acc* row = S + i * ld;
         // row := exp(row - m_new); exp(m_old - m_new) rescales what was accumulated
         if constexpr (pairs) {

@@ -71,6 +71,14 @@ class DotScorer {
     prepared_ = true;
   }
 
+  // Where the packed Kᵀ of keys [j0, j0 + nj) of query head h's key head lies, and its bytes
+  // ({nullptr, 0} where the tile is not read from packed panels): what the driver asks ahead for.
+  [[nodiscard]] std::pair<const T*, index_t> packed_keys(index_t b, index_t h, index_t j0, index_t nj) const noexcept {
+    if (!prepared_ || j0 % NR != 0) return {nullptr, 0};
+    const index_t depth = pairs ? (q_.size(3) + 1) / 2 * 2 : q_.size(3);
+    return {panels(b, h / group_) + j0 * depth, (nj + NR - 1) / NR * NR * depth * index_t{sizeof(T)}};
+  }
+
   void scores(const TileRef& t, Acc* out, index_t ld) const {
     const index_t d = q_.size(3), hk = t.h / group_;
     if constexpr (pairs) {

@@ -35,7 +35,7 @@ namespace heed {
 /// row-major [ni, nj] scores with leading dimension ld, checking nothing. Scores are in the
 /// accumulator type (float for bfloat16 and half tensors). With grouped heads (Hq = G·Hkv)
 /// query head h reads key head h / G. The tile may be wider than the call's block_k: the driver
-/// asks for visited tiles that follow each other as one span of up to 256 keys.
+/// asks for visited tiles that follow each other as one span of up to 512 keys.
 template <class P, class T>
 concept ScorePolicy = requires(const P& p, const TensorView<const T, 4>& q, const TensorView<const T, 4>& k,
                                const TileRef& t, accumulator_t<T>* s) {

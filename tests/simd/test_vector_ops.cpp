@@ -86,6 +86,24 @@ TEST(Simd, TargetIsaFollowsTheCompiler) {
 #endif
 }
 
+// The prefetch hints (the driver's LookAhead asks for every line of a region, from its start on):
+// they never fault, not even on a null pointer, and change nothing they touch.
+TEST(Simd, PrefetchHintsNeverFaultAndChangeNothing) {
+  std::vector<float> x(100);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.5f;
+  const auto before = x;
+  const char* bytes = reinterpret_cast<const char*>(x.data());
+  for (std::size_t at = 0; at < x.size() * sizeof(float); at += 16) {
+    heed::simd::prefetch(bytes + at);
+    heed::simd::prefetch_l2(bytes + at);
+    heed::simd::prefetch_for_write(const_cast<char*>(bytes) + at);
+  }
+  heed::simd::prefetch(nullptr);
+  heed::simd::prefetch_l2(nullptr);
+  heed::simd::prefetch_for_write(nullptr);
+  EXPECT_EQ(x, before);
+}
+
 TYPED_TEST(VectorOps, DotAxpyScaleSum) {
   using T = TypeParam;
   for (index_t n : lengths) {

@@ -57,7 +57,7 @@ class DotScorer {
       capacity_ = count;
     }
     first_ = first;
-    const index_t keys = k_.size(2), d = k_.size(3), depth = pairs ? (d + 1) / 2 * 2 : d;
+    const index_t keys = k_.size(2), d = k_.size(3), depth = packed_depth();
     const index_t pieces = (keys + pack_piece_keys - 1) / pack_piece_keys;
     parallel_for(count * pieces, threads, [&](index_t task, int) {
       const index_t group = first + task / pieces, j0 = task % pieces * pack_piece_keys;
@@ -75,8 +75,7 @@ class DotScorer {
   // ({nullptr, 0} where the tile is not read from packed panels): what the driver asks ahead for.
   [[nodiscard]] std::pair<const T*, index_t> packed_keys(index_t b, index_t h, index_t j0, index_t nj) const noexcept {
     if (!prepared_ || j0 % NR != 0) return {nullptr, 0};
-    const index_t depth = pairs ? (q_.size(3) + 1) / 2 * 2 : q_.size(3);
-    return {panels(b, h / group_) + j0 * depth, (nj + NR - 1) / NR * NR * depth * index_t{sizeof(T)}};
+    return {panels(b, h / group_) + j0 * packed_depth(), (nj + NR - 1) / NR * NR * packed_depth() * index_t{sizeof(T)}};
   }
 
   void scores(const TileRef& t, Acc* out, index_t ld) const {
@@ -137,11 +136,10 @@ class DotScorer {
   // keys per packing task: a multiple of every NR
   static constexpr index_t pack_piece_keys = 1024;
 
+  // rows of a packed panel: the key depth, rounded up to whole pairs for pair products
+  [[nodiscard]] index_t packed_depth() const noexcept { return pairs ? (k_.size(3) + 1) / 2 * 2 : k_.size(3); }
   // values of packed Kᵀ per (batch, key head): ceil(Lk / NR) panels of depth × NR
-  [[nodiscard]] index_t panel_values() const noexcept {
-    const index_t depth = pairs ? (k_.size(3) + 1) / 2 * 2 : k_.size(3);
-    return (k_.size(2) + NR - 1) / NR * NR * depth;
-  }
+  [[nodiscard]] index_t panel_values() const noexcept { return (k_.size(2) + NR - 1) / NR * NR * packed_depth(); }
   // the packed panels of (batch b, key head hk), whose group has been prepared
   [[nodiscard]] const T* panels(index_t b, index_t hk) const noexcept {
     return packed_.get() + (b * k_.size(1) + hk - first_) * panel_stride_;

@@ -36,23 +36,28 @@ struct alignas(128) AttentionScratch {
   std::vector<T> correction;  // [block_q]: exp(m_old - m_new) of the current tile, per row
   std::vector<T> ones;        // [block_q]: the c of O = c · O + P V for a span's later runs
   std::vector<OnlineSoftmax<T>> rows;
-  std::vector<T> m_at;  // [block_q, key tiles]: the running max when a tile was written
+  std::vector<T> m_at;            // [block_q, key tiles]: the running max when a tile was written
+  std::vector<index_t> visited;   // [key tiles]: the current query tile's visited key tiles, in order...
+  std::vector<mask::Tile> kinds;  // ...and whether each is open or partial
   AttentionStats stats;
 };
 
-// The key tiles (b, h)'s query tile [q0, q0 + qn) visits, in key order, at most `most` of them
-// (the driver's own walk, without its counts).
+// The key tiles (b, h)'s query tile [q0, q0 + qn) visits, in key order, at most `most` of them,
+// with their kinds (open or partial) where `kinds` is not null. A blocked tile is skipped; a
+// mask that knows where its next visible key is lets the walk jump there.
 template <class Mask>
 index_t visited_tiles(const Mask& mask, index_t b, index_t h, index_t q0, index_t qn, index_t bk, index_t Lk,
-                      index_t* ids, index_t most) noexcept {
+                      index_t* ids, mask::Tile* kinds, index_t most) noexcept {
   const index_t k_tiles = (Lk + bk - 1) / bk;
   index_t count = 0;
   for (index_t jt = 0; jt < k_tiles && count < most;) {
     const TileRef tile{b, h, q0, qn, jt * bk, std::min(bk, Lk - jt * bk)};
-    if (mask.classify(tile) == mask::Tile::blocked) {
+    const mask::Tile kind = mask.classify(tile);
+    if (kind == mask::Tile::blocked) {
       jt = std::max(jt + 1, std::min(k_tiles, mask::next_visible_key(mask, tile) / bk));
       continue;
     }
+    if (kinds) kinds[count] = kind;
     ids[count++] = jt++;
   }
   return count;
@@ -402,6 +407,8 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
     s.correction.resize(static_cast<std::size_t>(bq));
     s.ones.assign(static_cast<std::size_t>(bq), Acc(1));
     s.rows.resize(static_cast<std::size_t>(bq));
+    s.visited.resize(static_cast<std::size_t>(k_tiles));
+    s.kinds.resize(static_cast<std::size_t>(k_tiles));
     if (with_weights) s.m_at.resize(static_cast<std::size_t>(bq * k_tiles));
   }
 
@@ -416,17 +423,22 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
     std::fill(s.rows.begin(), s.rows.begin() + ni, OnlineSoftmax<Acc>{});
     if (with_weights) std::fill(s.m_at.begin(), s.m_at.end(), -std::numeric_limits<Acc>::infinity());
     const auto tile_at = [&](index_t jt) { return TileRef{b, h, i0, ni, jt * bk, std::min(bk, Lk - jt * bk)}; };
-    mask::Tile kinds[max_span_tiles];
+    // the key tiles this query tile visits, walked once: the spans and the look-ahead read them
+    const index_t visited = visited_tiles(mask, b, h, i0, ni, bk, Lk, s.visited.data(), s.kinds.data(), k_tiles);
+    const index_t* const visited_ids = s.visited.data();
+    s.stats.blocked += k_tiles - visited;
+    for (index_t u = 0; u < visited; ++u)
+      ++(s.kinds[static_cast<std::size_t>(u)] == mask::Tile::open ? s.stats.open : s.stats.partial);
     LookAhead ahead;  // nothing added: its steps do nothing
     if constexpr (requires { scorer.packed_keys(b, h, i0, ni); }) {
       // this worker's next query tile of the head, if the scheduler hands out tiles in turn
       const index_t next = i0 + threads * bq;
       if (look_ahead && next < Lq) {
-        index_t here[4 * max_span_tiles], there[max_span_tiles];
-        const index_t n_here = visited_tiles(mask, b, h, i0, ni, bk, Lk, here, 4 * max_span_tiles);
-        const index_t n_there = visited_tiles(mask, b, h, next, std::min(bq, Lq - next), bk, Lk, there, max_span_tiles);
+        index_t there[max_span_tiles];
+        const index_t n_there =
+            visited_tiles(mask, b, h, next, std::min(bq, Lq - next), bk, Lk, there, nullptr, max_span_tiles);
         for (index_t u = 0; u < n_there; ++u) {
-          if (std::find(here, here + n_here, there[u]) != here + n_here) continue;
+          if (std::binary_search(visited_ids, visited_ids + visited, there[u])) continue;
           const index_t j0 = there[u] * bk, nj = std::min(bk, Lk - j0);
           const auto [keys, key_bytes] = scorer.packed_keys(b, h, j0, nj);
           ahead.add(keys, key_bytes);
@@ -438,38 +450,25 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
             ahead.add(&v(b, h / group, j0, 0), ((nj - 1) * v.stride(2) + dv) * index_t{sizeof(T)});
           }
         }
-        ahead.spread(ni * std::max<index_t>(1, (n_here + span_tiles - 1) / span_tiles));  // a step per row update
+        ahead.spread(ni * std::max<index_t>(1, (visited + span_tiles - 1) / span_tiles));  // a step per row update
       }
     }
-    index_t tile_ids[max_span_tiles];                              // the span's tiles, in key order
-    index_t run_first[max_span_tiles], run_tiles[max_span_tiles];  // its runs of consecutive tiles
+    index_t run_first[max_span_tiles], run_tiles[max_span_tiles];  // a span's runs of consecutive tiles
 
-    for (index_t jt = 0; jt < k_tiles;) {
-      // the span: the next visited tiles from jt on, up to span_tiles of them
-      index_t count = 0, runs = 0, next = jt;
-      while (count < span_tiles && next < k_tiles) {
-        const TileRef tile = tile_at(next);
-        const mask::Tile kind = mask.classify(tile);
-        if (kind == mask::Tile::blocked) {
-          // a mask that knows where its next visible key is lets the loop jump there
-          const index_t resume = std::max(next + 1, std::min(k_tiles, mask::next_visible_key(mask, tile) / bk));
-          s.stats.blocked += resume - next;
-          next = resume;
-          continue;
-        }
-        ++(kind == mask::Tile::open ? s.stats.open : s.stats.partial);
-        if (runs > 0 && run_first[runs - 1] + run_tiles[runs - 1] == next) {
+    for (index_t first = 0, count = 0; first < visited; first += count) {
+      // the span: the next span_tiles visited tiles (blocked ones may lie between them)
+      count = std::min(span_tiles, visited - first);
+      const index_t* const tile_ids = visited_ids + first;
+      const mask::Tile* const kinds = s.kinds.data() + first;
+      index_t runs = 0;
+      for (index_t u = 0; u < count; ++u) {
+        if (runs > 0 && run_first[runs - 1] + run_tiles[runs - 1] == tile_ids[u]) {
           ++run_tiles[runs - 1];
         } else {
-          run_first[runs] = next;
+          run_first[runs] = tile_ids[u];
           run_tiles[runs++] = 1;
         }
-        tile_ids[count] = next;
-        kinds[count++] = kind;
-        ++next;
       }
-      jt = next;
-      if (count == 0) continue;
       // only the tile at the end of the keys can be short, and it is the span's last
       const index_t nj = (count - 1) * bk + std::min(bk, Lk - tile_ids[count - 1] * bk);
       // run r: keys [run_key(r), + run_keys(r)), columns of S from run_col(r) on

@@ -6,7 +6,8 @@
 // Counters: GFLOP/s over the tiles the driver visits (4·d per score computed), "visited" = the
 // fraction of all tiles computed, "peak_MB" = the process's peak RSS so far. BM_long_bf16 runs
 // Longformer at N = 65536 with bfloat16 storage (run it alone for its own peak RSS:
-// --benchmark_filter=BM_long_bf16). Time ∝ visited tiles means
+// --benchmark_filter=BM_long_bf16). BM_bigbird_rows splits BigBird's layout by query rows.
+// Time ∝ visited tiles means
 // time / (visited · (N / 4096)² · dense time at 4096) stays near 1.
 #include <benchmark/benchmark.h>
 
@@ -107,6 +108,39 @@ BENCHMARK(BM_long)
     ->Args({bigbird, 16384, 2})
     ->Args({longformer, 65536, 2})
     ->Args({bigbird, 65536, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// BigBird's layout split by query rows, to see where its time goes (docs/decisions.md, "Long
+// sequences, seventh part"): part 0 an empty layout (what every call pays: packing Kᵀ, writing
+// the output), 1 the global query blocks' rows alone, 2 all the other rows, 3 the whole layout.
+// A part's time less part 0's, over its visited tiles, is its cost per tile.
+void BM_bigbird_rows(benchmark::State& state) {
+  const index_t part = state.range(0), n = state.range(1), nb = n / 64;
+  const auto q = heed::randn<float>({B, H, n, d}, 1), k = heed::randn<float>({B, H, n, d}, 2),
+             v = heed::randn<float>({B, H, n, d}, 3);
+  const auto full = heed::mask::bigbird_layout(nb, {.window = 3, .global = 2, .random = 3, .seed = 0});
+  heed::Tensor<bool, 2> layout({nb, nb});
+  for (index_t i = 0; i < nb; ++i)
+    for (index_t j = 0; j < nb; ++j) {
+      const bool global_row = i == 0 || i == nb - 1;  // bigbird_layout's 2 global blocks: the first and the last
+      layout(i, j) = full(i, j) && (part == 3 || (part == 1 && global_row) || (part == 2 && !global_row));
+    }
+  const heed::mask::BlockSparse mask{layout, 64};
+  const double scores = visited(mask, n).first;
+  heed::Tensor<float, 4> out({B, H, n, d});
+  for (auto _ : state) {
+    heed::attention_into(out.view(), heed::TensorView<float, 4>{}, q.view(), k.view(), v.view(), heed::ScaledDot{},
+                         mask, {.num_threads = 1});
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(4.0 * d * scores, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["tiles_per_head"] = scores / (64.0 * 64.0 * H);  // the layout's tiles are its 64 × 64 blocks
+}
+BENCHMARK(BM_bigbird_rows)
+    ->ArgNames({"part", "N"})
+    ->ArgsProduct({{0, 1, 2, 3}, {4096, 65536}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -47,6 +47,23 @@ double peak_mb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
+// The timed loop: attention into `out` under `mask`, with the counters GFLOP/s (over the
+// visited tiles) and visited.
+template <class T, class Mask>
+void time_attention(benchmark::State& state, const heed::Tensor<T, 4>& q, const heed::Tensor<T, 4>& k,
+                    const heed::Tensor<T, 4>& v, heed::Tensor<T, 4>& out, const Mask& mask,
+                    const heed::AttentionOptions& options) {
+  const auto [scores, fraction] = visited(mask, q.size(2));
+  for (auto _ : state) {
+    heed::attention_into(out.view(), heed::TensorView<T, 4>{}, q.view(), k.view(), v.view(), heed::ScaledDot{}, mask,
+                         options);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(4.0 * d * scores, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["visited"] = fraction;
+}
+
 // One pattern at one length, Q, K, V (and the output) stored as T.
 template <class T>
 void run_long(benchmark::State& state) {
@@ -65,17 +82,7 @@ void run_long(benchmark::State& state) {
   // 128 MiB output per call (what attention() returns) adds its first-touch page faults, 10 to
   // 330 ms on the development VM depending on whether the kernel hands out huge pages.
   heed::Tensor<T, 4> out({B, H, n, d});
-  const auto run = [&](const auto& mask) {
-    const auto [scores, fraction] = visited(mask, n);
-    for (auto _ : state) {
-      heed::attention_into(out.view(), heed::TensorView<T, 4>{}, q.view(), k.view(), v.view(), heed::ScaledDot{}, mask,
-                           options);
-      benchmark::DoNotOptimize(out.data());
-    }
-    state.counters["GFLOP/s"] = benchmark::Counter(4.0 * d * scores, benchmark::Counter::kIsIterationInvariantRate,
-                                                   benchmark::Counter::kIs1000);
-    state.counters["visited"] = fraction;
-  };
+  const auto run = [&](const auto& mask) { time_attention(state, q, k, v, out, mask, options); };
   switch (pattern) {
     case dense:
       run(heed::mask::None{});
@@ -121,22 +128,15 @@ void BM_bigbird_rows(benchmark::State& state) {
              v = heed::randn<float>({B, H, n, d}, 3);
   const auto full = heed::mask::bigbird_layout(nb, {.window = 3, .global = 2, .random = 3, .seed = 0});
   heed::Tensor<bool, 2> layout({nb, nb});
-  for (index_t i = 0; i < nb; ++i)
-    for (index_t j = 0; j < nb; ++j) {
-      const bool global_row = i == 0 || i == nb - 1;  // bigbird_layout's 2 global blocks: the first and the last
+  for (index_t i = 0; i < nb; ++i) {
+    bool global_row = true;  // a global query block attends every key block
+    for (index_t j = 0; j < nb; ++j) global_row = global_row && full(i, j);
+    for (index_t j = 0; j < nb; ++j)
       layout(i, j) = full(i, j) && (part == 3 || (part == 1 && global_row) || (part == 2 && !global_row));
-    }
-  const heed::mask::BlockSparse mask{layout, 64};
-  const double scores = visited(mask, n).first;
-  heed::Tensor<float, 4> out({B, H, n, d});
-  for (auto _ : state) {
-    heed::attention_into(out.view(), heed::TensorView<float, 4>{}, q.view(), k.view(), v.view(), heed::ScaledDot{},
-                         mask, {.num_threads = 1});
-    benchmark::DoNotOptimize(out.data());
   }
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(4.0 * d * scores, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-  state.counters["tiles_per_head"] = scores / (64.0 * 64.0 * H);  // the layout's tiles are its 64 × 64 blocks
+  heed::Tensor<float, 4> out({B, H, n, d});
+  time_attention(state, q, k, v, out, heed::mask::BlockSparse{layout, 64}, {.num_threads = 1});
+  state.counters["tiles_per_head"] = state.counters["visited"] * double(nb * nb);  // 64 × 64 tiles: the blocks
 }
 BENCHMARK(BM_bigbird_rows)
     ->ArgNames({"part", "N"})

@@ -51,6 +51,29 @@ TYPED_TEST(AttentionVsReference, EveryScoreTimesEveryMask) {
   }
 }
 
+TYPED_TEST(AttentionVsReference, WorkersThatEachPackTheirOwnHeadsAgreeWithOneWorker) {
+  // Three workers over five heads: each worker packs the heads it claims and computes their
+  // tiles, then helps with the others; over two key/value heads (grouped queries, fewer heads
+  // than workers) they share the packing instead. Every tile is computed the same way whichever
+  // worker runs it, so the outputs equal one worker's exactly.
+  for (index_t kv_heads : {5, 2}) {
+    const Inputs<TypeParam> in(
+        {.B = 1, .H = kv_heads == 5 ? 5 : 6, .Lq = 200, .Lk = 300, .d = 64, .dv = 64, .Hkv = kv_heads},
+        static_cast<std::uint64_t>(70 + kv_heads));
+    expect_matches_reference(in, ScoreKind::scaled_dot, MaskKind::causal, {.num_threads = 3, .block_q = 32});
+    heed::AttentionStats one_stats, three_stats;
+    const auto one = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::Causal{},
+                                     {.num_threads = 1, .block_q = 32, .stats = &one_stats});
+    const auto three = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::Causal{},
+                                       {.num_threads = 3, .block_q = 32, .stats = &three_stats});
+    EXPECT_TRUE(all_close(three.output, one.output, {0, 0}));
+    EXPECT_EQ(three_stats.open, one_stats.open);
+    EXPECT_EQ(three_stats.partial, one_stats.partial);
+    EXPECT_EQ(three_stats.blocked, one_stats.blocked);
+    EXPECT_GT(one_stats.blocked, 0);
+  }
+}
+
 TYPED_TEST(AttentionVsReference, GroupedQueryHeadsReadTheirGroupsKeysAndValues) {
   // Hq = 6 over Hkv = 3 (groups of 2), 2 and 1 (multi-query), with every score and mask.
   int variant = 0;

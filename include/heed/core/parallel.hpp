@@ -12,6 +12,7 @@
 #include "heed/core/shape.hpp"
 
 #define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/core/detail/team.hpp"
 #include "heed/core/detail/thread_setting.hpp"
 
 #if defined(_OPENMP)

@@ -2,6 +2,7 @@
 #include "heed/core/detail/internal_header_check.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -342,8 +343,8 @@ TileShape chosen_tiles(const Mask& mask, const AttentionOptions& options) noexce
 // weights row together with m_at_that_time; once the row is done, every segment is rescaled by
 // exp(m_then - m_final) / l. One pass, no recomputation.
 //
-// Nothing here starts a thread: the tasks (and a scorer's prepare(threads), before them) run on
-// parallel_for's workers, and every product runs on the calling worker.
+// Nothing here starts a thread: the tasks (and the packing before them) run on parallel_for's
+// or run_team's workers, and every product runs on the calling worker.
 template <class T, class Scorer, class Mask>
 void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weights, const TensorView<const T, 4>& v,
                      Scorer& scorer, const Mask& mask, const AttentionOptions& options) {
@@ -393,7 +394,17 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
   const index_t groups = B * Hkv, tasks_per_group = group * q_tiles;
   index_t group_bytes = pair_pv ? v_panels * index_t{sizeof(T)} : 0;
   if constexpr (requires { scorer.packed_bytes(); }) group_bytes += scorer.packed_bytes();
-  const index_t chunk = group_bytes > 0 ? std::clamp<index_t>(pack_budget_bytes / group_bytes, 1, groups) : groups;
+  // With two or more workers and a group for each, every worker packs the groups it claims
+  // itself and computes their tiles, then helps with the groups still running: a worker reads
+  // the packed copy it wrote, not one its neighbour wrote (two workers ran BigBird 4-5% and
+  // Longformer 2-2.5% faster so; docs/decisions.md "Long sequences, ninth part"). A chunk then
+  // holds a group per worker at least.
+  constexpr bool packs_groups = requires {
+    scorer.reserve(index_t{}, index_t{}), scorer.pack(index_t{});
+  };
+  const bool own_groups = packs_groups && threads > 1 && groups >= threads && group_bytes > 0;
+  const index_t chunk =
+      group_bytes > 0 ? std::clamp<index_t>(pack_budget_bytes / group_bytes, own_groups ? threads : 1, groups) : groups;
   if (pair_pv) packed_v = aligned_storage<T>(chunk * v_panels, false);
   // past the L3, each query tile asks ahead for the key tiles its worker's next one adds (LookAhead)
   bool look_ahead = false;
@@ -431,8 +442,9 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
       ++(s.kinds[static_cast<std::size_t>(u)] == mask::Tile::open ? s.stats.open : s.stats.partial);
     LookAhead ahead;  // nothing added: its steps do nothing
     if constexpr (requires { scorer.packed_keys(b, h, i0, ni); }) {
-      // this worker's next query tile of the head, if the scheduler hands out tiles in turn
-      const index_t next = i0 + threads * bq;
+      // this worker's next query tile of the head: the next one when it computes its own group,
+      // else the one after the other workers' if the scheduler hands out tiles in turn
+      const index_t next = i0 + (own_groups ? 1 : threads) * bq;
       if (look_ahead && next < Lq) {
         index_t there[max_span_tiles];
         const index_t n_there =
@@ -574,27 +586,63 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
     }
   };
 
+  // V of keys [j0, j0 + v_piece) of group g (chunk-relative g - first) in pairs, for pair products
+  constexpr index_t v_piece = 1024;
+  const auto pack_v = [&](index_t g, index_t first, index_t j0) {
+    if constexpr (pairs)
+      simd::pack_v_pairs(&v(g / Hkv, g % Hkv, j0, 0), v.stride(2), std::min(v_piece, Lk - j0), dv,
+                         packed_v.get() + (g - first) * v_panels + j0 * NR, key_pairs * 2 * NR);
+  };
+  // task `rest` of group g: its query heads' last query tile first, then the others in order
+  // (neighbours share window tiles): a costly last tile (BigBird's last global block, a causal
+  // mask's last rows) then does not start when the other workers are about to run out of work
+  const auto run_group_task = [&](index_t g, index_t first, index_t rest, int worker) {
+    const index_t nth = rest % q_tiles, qt = nth == 0 ? q_tiles - 1 : nth - 1;
+    run_task(g / Hkv, (g % Hkv) * group + rest / q_tiles, qt * bq, g - first, worker);
+  };
+
   for (index_t first = 0; first < groups; first += chunk) {
     const index_t count = std::min(chunk, groups - first);
+    if constexpr (packs_groups) {
+      if (own_groups) {
+        scorer.reserve(first, count);
+        std::vector<std::atomic<index_t>> next_task(static_cast<std::size_t>(count));  // per group
+        std::vector<std::atomic<bool>> packed(static_cast<std::size_t>(count));
+        std::atomic<index_t> unclaimed{0};
+        const auto drain = [&](index_t c, int worker) {
+          auto& next = next_task[static_cast<std::size_t>(c)];
+          for (index_t rest; (rest = next.fetch_add(1, std::memory_order_relaxed)) < tasks_per_group;)
+            run_group_task(first + c, first, rest, worker);
+        };
+        run_team(threads, [&](int worker, int) {
+          for (index_t c; (c = unclaimed.fetch_add(1, std::memory_order_relaxed)) < count;) {
+            scorer.pack(first + c);
+            if (pair_pv)
+              for (index_t j0 = 0; j0 < Lk; j0 += v_piece) pack_v(first + c, first, j0);
+            packed[static_cast<std::size_t>(c)].store(true, std::memory_order_release);
+            drain(c, worker);
+          }
+          // every group is claimed: help with those still running, once their owner has packed them
+          for (index_t c = 0; c < count; ++c) {
+            if (next_task[static_cast<std::size_t>(c)].load(std::memory_order_relaxed) >= tasks_per_group) continue;
+            while (!packed[static_cast<std::size_t>(c)].load(std::memory_order_acquire)) {
+            }
+            drain(c, worker);
+          }
+        });
+        continue;
+      }
+    }
     if constexpr (requires { scorer.prepare(threads, first, count); }) scorer.prepare(threads, first, count);
     if constexpr (pairs) {
       if (pair_pv) {  // in pieces of keys, so that one long head keeps every worker busy
-        constexpr index_t piece = 1024;
-        const index_t pieces = (Lk + piece - 1) / piece;
-        parallel_for(count * pieces, threads, [&](index_t task, int) {
-          const index_t g = first + task / pieces, j0 = task % pieces * piece;
-          simd::pack_v_pairs(&v(g / Hkv, g % Hkv, j0, 0), v.stride(2), std::min(piece, Lk - j0), dv,
-                             packed_v.get() + (g - first) * v_panels + j0 * NR, key_pairs * 2 * NR);
-        });
+        const index_t pieces = (Lk + v_piece - 1) / v_piece;
+        parallel_for(count * pieces, threads,
+                     [&](index_t task, int) { pack_v(first + task / pieces, first, task % pieces * v_piece); });
       }
     }
-    // a head's last query tile first, then the others in order (neighbours share window tiles):
-    // a costly last tile (BigBird's last global block, a causal mask's last rows) then does not
-    // start when the other workers are about to run out of work
     parallel_for(count * tasks_per_group, threads, [&](index_t task, int worker) {
-      const index_t g = first + task / tasks_per_group, rest = task % tasks_per_group, nth = rest % q_tiles;
-      const index_t qt = nth == 0 ? q_tiles - 1 : nth - 1;
-      run_task(g / Hkv, (g % Hkv) * group + rest / q_tiles, qt * bq, g - first, worker);
+      run_group_task(first + task / tasks_per_group, first, task % tasks_per_group, worker);
     });
   }
 

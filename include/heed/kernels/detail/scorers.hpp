@@ -50,6 +50,17 @@ class DotScorer {
   // scores() takes the dot-product path: slower for many query rows, never wrong.
   void prepare(int threads, index_t first, index_t count) {
     if (packed_bytes() == 0) return;
+    reserve(first, count);
+    const index_t pieces = (k_.size(2) + pack_piece_keys - 1) / pack_piece_keys;
+    parallel_for(count * pieces, threads,
+                 [&](index_t task, int) { pack_keys(first + task / pieces, task % pieces * pack_piece_keys); });
+  }
+
+  // prepare in two steps, for a driver whose workers each pack the groups they compute: the
+  // buffer for groups [first, first + count), then pack(group) for each of them, on any worker;
+  // a group's tiles must not be scored until its pack() has returned.
+  void reserve(index_t first, index_t count) {
+    if (packed_bytes() == 0) return;
     panel_stride_ = panel_values();
     if (count > capacity_) {
       // not value-initialized: pack_kt writes every value (the padding keys too), on the workers
@@ -57,18 +68,11 @@ class DotScorer {
       capacity_ = count;
     }
     first_ = first;
-    const index_t keys = k_.size(2), d = k_.size(3), depth = packed_depth();
-    const index_t pieces = (keys + pack_piece_keys - 1) / pack_piece_keys;
-    parallel_for(count * pieces, threads, [&](index_t task, int) {
-      const index_t group = first + task / pieces, j0 = task % pieces * pack_piece_keys;
-      const index_t b = group / k_.size(1), h = group % k_.size(1), n = std::min(pack_piece_keys, keys - j0);
-      T* out = packed_.get() + (group - first) * panel_stride_ + j0 * depth;
-      if constexpr (pairs)
-        simd::pack_kt_pairs(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
-      else
-        simd::pack_kt(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
-    });
     prepared_ = true;
+  }
+  void pack(index_t group) {
+    if (packed_bytes() == 0) return;
+    for (index_t j0 = 0; j0 < k_.size(2); j0 += pack_piece_keys) pack_keys(group, j0);
   }
 
   // Where the packed Kᵀ of keys [j0, j0 + nj) of query head h's key head lies, and its bytes
@@ -135,6 +139,17 @@ class DotScorer {
 
   // keys per packing task: a multiple of every NR
   static constexpr index_t pack_piece_keys = 1024;
+
+  // packs keys [j0, j0 + pack_piece_keys) of a reserved group
+  void pack_keys(index_t group, index_t j0) {
+    const index_t keys = k_.size(2), d = k_.size(3), depth = packed_depth();
+    const index_t b = group / k_.size(1), h = group % k_.size(1), n = std::min(pack_piece_keys, keys - j0);
+    T* out = packed_.get() + (group - first_) * panel_stride_ + j0 * depth;
+    if constexpr (pairs)
+      simd::pack_kt_pairs(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
+    else
+      simd::pack_kt(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
+  }
 
   // rows of a packed panel: the key depth, rounded up to whole pairs for pair products
   [[nodiscard]] index_t packed_depth() const noexcept { return pairs ? (k_.size(3) + 1) / 2 * 2 : k_.size(3); }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "heed/core/detail/buffer_cache.hpp"
@@ -625,8 +626,8 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
           // every group is claimed: help with those still running, once their owner has packed them
           for (index_t c = 0; c < count; ++c) {
             if (next_task[static_cast<std::size_t>(c)].load(std::memory_order_relaxed) >= tasks_per_group) continue;
-            while (!packed[static_cast<std::size_t>(c)].load(std::memory_order_acquire)) {
-            }
+            while (!packed[static_cast<std::size_t>(c)].load(std::memory_order_acquire))
+              std::this_thread::yield();  // to the owner, should it share this core
             drain(c, worker);
           }
         });

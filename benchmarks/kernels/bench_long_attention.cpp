@@ -118,6 +118,20 @@ BENCHMARK(BM_long)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Dense attention at the long lengths, for "GFLOP/s at the same N": N = 16384 takes about 3 s a
+// call on one core, N = 65536 about 50 s (run them by name: --benchmark_filter=BM_dense_long).
+// args: pattern (dense), N, threads
+void BM_dense_long(benchmark::State& state) {
+  run_long<float>(state);
+}
+BENCHMARK(BM_dense_long)
+    ->ArgNames({"pattern", "N", "threads"})
+    ->Args({dense, 16384, 1})
+    ->Args({dense, 65536, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // BigBird's layout split by query rows, to see where its time goes (docs/decisions.md, "Long
 // sequences, seventh part"): part 0 an empty layout (what every call pays: packing Kᵀ, writing
 // the output), 1 the global query blocks' rows alone, 2 all the other rows, 3 the whole layout.

@@ -74,6 +74,23 @@ TYPED_TEST(AttentionVsReference, WorkersThatEachPackTheirOwnHeadsAgreeWithOneWor
   }
 }
 
+TYPED_TEST(AttentionVsReference, WorkersWithoutATaskLeaveTheResultAndCountsAlone) {
+  // Four workers over a single query tile (40 rows: past the decode path): the workers that get no task allocate no
+  // scratch (each allocates its own at its first task) and count no tiles.
+  const Inputs<TypeParam> in({.B = 1, .H = 1, .Lq = 40, .Lk = 700, .d = 64, .dv = 64}, 91);
+  expect_matches_reference(in, ScoreKind::scaled_dot, MaskKind::key_padding, {.num_threads = 4, .block_k = 64});
+  heed::AttentionStats one_stats, four_stats;
+  const auto one = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::Causal{},
+                                   {.num_threads = 1, .block_q = 64, .block_k = 64, .stats = &one_stats});
+  const auto four = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::Causal{},
+                                    {.num_threads = 4, .block_q = 64, .block_k = 64, .stats = &four_stats});
+  EXPECT_TRUE(all_close(four.output, one.output, {0, 0}));
+  EXPECT_EQ(four_stats.open + four_stats.partial + four_stats.blocked, 11);  // ceil(700 / 64) key tiles
+  EXPECT_EQ(four_stats.open, one_stats.open);
+  EXPECT_EQ(four_stats.partial, one_stats.partial);
+  EXPECT_EQ(four_stats.blocked, one_stats.blocked);
+}
+
 TYPED_TEST(AttentionVsReference, GroupedQueryHeadsReadTheirGroupsKeysAndValues) {
   // Hq = 6 over Hkv = 3 (groups of 2), 2 and 1 (multi-query), with every score and mask.
   int variant = 0;

@@ -412,8 +412,18 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
   if constexpr (requires { scorer.packed_keys(index_t{}, index_t{}, index_t{}, index_t{}); })
     look_ahead = scorer.packed_bytes() > 0 && scorer.packed_bytes() + Lk * dv * index_t{sizeof(T)} >= look_ahead_bytes;
 
-  std::vector<AttentionScratch<Acc>> scratch(static_cast<std::size_t>(threads));
-  for (auto& s : scratch) {
+  // Each worker allocates its scratch itself, on its own thread, at its first task: the
+  // allocator then takes it from that thread's own pool (glibc keeps an arena per thread), away
+  // from what the other workers write at every row. Allocated together by the calling thread,
+  // the workers' buffers sat side by side, and on the development VM two workers then ran up to
+  // 15% slower in some minutes (docs/decisions.md, "Long sequences, tenth part").
+  std::vector<std::unique_ptr<AttentionScratch<Acc>>> scratch(static_cast<std::size_t>(threads));
+  const auto scratch_of = [&](int worker) -> AttentionScratch<Acc>& {
+    auto& own = scratch[static_cast<std::size_t>(worker)];
+    if (own) [[likely]]
+      return *own;
+    own = std::make_unique<AttentionScratch<Acc>>();
+    AttentionScratch<Acc>& s = *own;
     s.scores.resize(static_cast<std::size_t>(bq * ld));
     s.acc.resize(static_cast<std::size_t>(bq * dv));
     s.correction.resize(static_cast<std::size_t>(bq));
@@ -422,12 +432,13 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
     s.visited.resize(static_cast<std::size_t>(k_tiles));
     s.kinds.resize(static_cast<std::size_t>(k_tiles));
     if (with_weights) s.m_at.resize(static_cast<std::size_t>(bq * k_tiles));
-  }
+    return s;
+  };
 
   // One task: query tile i0 of (batch b, query head h), whose key/value group is packed at
   // `packed` (chunk-relative).
   const auto run_task = [&](index_t b, index_t h, index_t i0, index_t packed, int worker) {
-    AttentionScratch<Acc>& s = scratch[static_cast<std::size_t>(worker)];
+    AttentionScratch<Acc>& s = scratch_of(worker);
     const index_t ni = std::min(bq, Lq - i0);
     Acc* S = s.scores.data();
     Acc* O = s.acc.data();
@@ -649,7 +660,8 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
 
   if (options.stats) {
     *options.stats = {};
-    for (const auto& s : scratch) add_stats(*options.stats, s.stats);
+    for (const auto& s : scratch)
+      if (s) add_stats(*options.stats, s->stats);
   }
 }
 

@@ -143,6 +143,13 @@ void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t runs, const inde
     }
 }
 
+// to += from, count by count (each worker counts its own tiles; the driver sums them).
+inline void add_stats(AttentionStats& to, const AttentionStats& from) noexcept {
+  to.open += from.open;
+  to.partial += from.partial;
+  to.blocked += from.blocked;
+}
+
 // The decode path (flash-decoding): few query rows against many keys, as in a generation step
 // (one new token against a long KV cache). The general loop would give each (batch, query head,
 // query tile) a task of its own: with one query row there are few tasks, each reads its own copy
@@ -155,13 +162,6 @@ void accumulate_pv(const T* p, index_t ldp, index_t ni, index_t runs, const inde
 // The scratch is the worker threads' own (thread_local, grown, never shrunk): a step allocates
 // nothing once the first step of its size has run. Weights are not produced here (the general
 // loop writes them).
-// to += from, count by count (each worker counts its own tiles; the driver sums them).
-inline void add_stats(AttentionStats& to, const AttentionStats& from) noexcept {
-  to.open += from.open;
-  to.partial += from.partial;
-  to.blocked += from.blocked;
-}
-
 inline constexpr index_t decode_max_rows = 16;     // Lq up to this...
 inline constexpr index_t decode_min_keys = 512;    // ...and Lk from this take the decode path
 inline constexpr index_t decode_block_k = 128;     // keys per tile: a float K tile of d = 64 fits L1

@@ -7,6 +7,7 @@
 // g(h) = h when the head counts agree). The mask is a function returning 0 (visible), -inf
 // (hidden) or a bias to add.
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -33,8 +34,10 @@ inline index_t kv_head(const Tensor<double, 4>& q, const Tensor<double, 4>& k, i
 inline ScoreFn scaled_dot(const Tensor<double, 4>& q, const Tensor<double, 4>& k, double scale) {
   return [&q, &k, scale](index_t b, index_t h, index_t i, index_t j) {
     double s = 0;
-    const index_t g = kv_head(q, k, h);
-    for (index_t c = 0; c < q.size(3); ++c) s += q(b, h, i, c) * k(b, g, j, c);
+    // rows of contiguous tensors: read as arrays, the compiler does not gather them by stride
+    const double* qi = &q(b, h, i, 0);
+    const double* kj = &k(b, kv_head(q, k, h), j, 0);
+    for (index_t c = 0; c < q.size(3); ++c) s += qi[c] * kj[c];
     return s * scale;
   };
 }
@@ -95,10 +98,13 @@ inline AttentionReference attention(const Tensor<double, 4>& q, const Tensor<dou
         double total = 0;
         for (index_t j = 0; j < Lk; ++j) total += std::exp(r.weights(b, h, i, j) - m);
         for (index_t j = 0; j < Lk; ++j) r.weights(b, h, i, j) = std::exp(r.weights(b, h, i, j) - m) / total;
-        for (index_t c = 0; c < dv; ++c) {
-          double o = 0;
-          for (index_t j = 0; j < Lk; ++j) o += r.weights(b, h, i, j) * v(b, kv_head(q, v, h), j, c);
-          r.output(b, h, i, c) = o;
+        // O[i, c] = Σ_j P[i, j] v[j, c], summed in the order of j for every c, a row of v at a time
+        double* o = &r.output(b, h, i, 0);
+        std::fill(o, o + dv, 0.0);
+        for (index_t j = 0; j < Lk; ++j) {
+          const double p = r.weights(b, h, i, j);
+          const double* vj = &v(b, kv_head(q, v, h), j, 0);
+          for (index_t c = 0; c < dv; ++c) o[c] += p * vj[c];
         }
       }
   return r;

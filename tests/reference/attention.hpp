@@ -101,9 +101,10 @@ inline AttentionReference attention(const Tensor<double, 4>& q, const Tensor<dou
         // O[i, c] = Σ_j P[i, j] v[j, c], summed in the order of j for every c, a row of v at a time
         double* o = &r.output(b, h, i, 0);
         std::fill(o, o + dv, 0.0);
+        const index_t g = kv_head(q, v, h);
         for (index_t j = 0; j < Lk; ++j) {
           const double p = r.weights(b, h, i, j);
-          const double* vj = &v(b, kv_head(q, v, h), j, 0);
+          const double* vj = &v(b, g, j, 0);
           for (index_t c = 0; c < dv; ++c) o[c] += p * vj[c];
         }
       }

@@ -18,6 +18,8 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "heed/simd/cpu.hpp"
+
 #if !defined(HEED_SIMD_SCALAR)
 #include <xsimd/xsimd.hpp>
 #if defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
@@ -150,6 +152,8 @@ using target_isa = generic_isa;  ///< neither
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(HEED_ALLOW_BASELINE_ISA)
 // A user's build without -march=native (or x86-64-v3/v4) runs heed's kernels on SSE2, several
 // times slower (README, "Use it"): say so once per translation unit rather than be slow silently.
+// gcc shows this even through -isystem, clang does not: the run-time notice of simd/cpu.hpp
+// covers both.
 #pragma message( \
     "heed: compiled for baseline x86-64 (no AVX2/FMA), so its kernels use SSE2 and run several times slower; compile with -march=native or -march=x86-64-v3 (or define HEED_ALLOW_BASELINE_ISA to silence this)")
 #endif

@@ -1,0 +1,144 @@
+#pragma once
+// What the CPU running the program can do, and which of heed's kernels run on it:
+//   heed::cpu_info()          the CPU's vector features (as the CPU and the operating system
+//                             allow them), the best instruction-set level heed has kernels
+//                             for, and the level heed's kernels were compiled for;
+//   heed::to_string(IsaLevel) the level's name.
+// Including it also prints two notices, each at most once per process on stderr, for builds
+// that would otherwise be slow without saying so (docs/decisions.md, "Build notices"):
+//   - a translation unit compiled without optimization (gcc or clang below -O1): heed's
+//     kernels then run 100-400 times slower; silenced by defining HEED_ALLOW_UNOPTIMIZED;
+//   - kernels compiled for baseline x86-64 (SSE2) on a CPU that has AVX2 or AVX-512: several
+//     times slower; silenced by defining HEED_ALLOW_BASELINE_ISA.
+// The environment variable HEED_QUIET (any value but "" or "0") silences both at run time. A
+// #pragma message alone is not enough: clang drops it from a header reached through -isystem,
+// which is how CMake packages, vcpkg and Conan hand heed's include directory to a program.
+
+#include <string_view>
+
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/simd/detail/cpu_features.hpp"
+
+namespace heed {
+
+/// The instruction-set levels heed has kernels for, lowest first.
+enum class IsaLevel {
+  scalar,    ///< one lane: the portable fallback (HEED_SIMD_SCALAR, or a target xsimd does not know)
+  baseline,  ///< x86-64 baseline: SSE2
+  v3,        ///< x86-64-v3: AVX2, FMA, F16C
+  v4,        ///< x86-64-v4: AVX-512 F, BW, DQ, VL
+  v4_bf16,   ///< x86-64-v4 with AVX-512 BF16 (vdpbf16ps pair products)
+  neon,      ///< AArch64 with NEON
+};
+
+/// The level's name: "scalar", "baseline", "v3", "v4", "v4-bf16" or "neon".
+[[nodiscard]] constexpr std::string_view to_string(IsaLevel level) noexcept {
+  switch (level) {
+    case IsaLevel::scalar: return "scalar";
+    case IsaLevel::baseline: return "baseline";
+    case IsaLevel::v3: return "v3";
+    case IsaLevel::v4: return "v4";
+    case IsaLevel::v4_bf16: return "v4-bf16";
+    case IsaLevel::neon: return "neon";
+  }
+  return "unknown";
+}
+
+/// The CPU's vector features, each true only where the CPU has it and the operating system
+/// saves its registers (XCR0 on x86: the AVX state for AVX2, FMA and F16C, the AVX-512 state for
+/// the AVX-512 features, the tile state for AMX), and the kernels heed runs on it.
+struct CpuInfo {
+  bool sse2 = false;         ///< x86-64's baseline
+  bool avx2 = false;         ///< AVX2
+  bool fma = false;          ///< FMA3
+  bool f16c = false;         ///< half <-> float conversions
+  bool avx512f = false;      ///< AVX-512 Foundation
+  bool avx512bw = false;     ///< AVX-512 byte and word
+  bool avx512dq = false;     ///< AVX-512 doubleword and quadword
+  bool avx512vl = false;     ///< AVX-512 at 128 and 256 bits
+  bool avx512_bf16 = false;  ///< vdpbf16ps: bfloat16 pair products into float
+  bool avx512_fp16 = false;  ///< AVX-512 FP16 (no heed kernel uses it)
+  bool amx_bf16 = false;     ///< AMX tiles with BF16 (no heed kernel uses them)
+  bool neon = false;         ///< AArch64's Advanced SIMD
+  /// The best level heed has kernels for that this CPU runs.
+  IsaLevel best = IsaLevel::scalar;
+  /// The level heed's kernels were compiled for, set by the compiler's target (-march) of the
+  /// translation unit that calls cpu_info(). Below `best`, the kernels leave speed unused.
+  IsaLevel kernels = IsaLevel::scalar;
+};
+
+namespace simd {
+
+/// The level the kernels of this translation unit are compiled for (simd/arch.hpp picks the
+/// code of the same level).
+inline constexpr IsaLevel compiled_level =
+#if defined(HEED_SIMD_SCALAR)
+    IsaLevel::scalar;
+#elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
+    defined(__AVX512BF16__)
+    IsaLevel::v4_bf16;
+#elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+    IsaLevel::v4;
+#elif defined(__AVX2__) && defined(__FMA__)
+    IsaLevel::v3;
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+    IsaLevel::neon;
+#elif defined(__x86_64__) || defined(_M_X64)
+    IsaLevel::baseline;
+#else
+    IsaLevel::scalar;
+#endif
+
+}  // namespace simd
+
+/// The CPU's features and the kernels heed runs on it (the CPU is read once per process).
+[[nodiscard]] inline CpuInfo cpu_info() noexcept {
+  static const detail::X86Bits x86 = detail::read_x86_bits();
+  using detail::bit;
+  CpuInfo info;
+  const bool avx_state = (x86.xcr0 & 0x6) == 0x6;                   // XMM and YMM registers saved
+  const bool avx512_state = avx_state && (x86.xcr0 & 0xE0) == 0xE0;  // opmask, upper ZMM 0-15, ZMM 16-31
+  const bool amx_state = (x86.xcr0 & 0x60000) == 0x60000;           // XTILECFG, XTILEDATA
+  const bool avx = avx_state && bit(x86.l1_ecx, 28);
+  info.sse2 = bit(x86.l1_edx, 26);
+  info.fma = avx && bit(x86.l1_ecx, 12);
+  info.f16c = avx && bit(x86.l1_ecx, 29);
+  info.avx2 = avx && bit(x86.l7_ebx, 5);
+  info.avx512f = avx512_state && bit(x86.l7_ebx, 16);
+  info.avx512dq = avx512_state && bit(x86.l7_ebx, 17);
+  info.avx512bw = avx512_state && bit(x86.l7_ebx, 30);
+  info.avx512vl = avx512_state && bit(x86.l7_ebx, 31);
+  info.avx512_fp16 = avx512_state && bit(x86.l7_edx, 23);
+  info.avx512_bf16 = avx512_state && bit(x86.l7s1_eax, 5);
+  info.amx_bf16 = amx_state && bit(x86.l7_edx, 22) && bit(x86.l7_edx, 24);
+  const bool v4 = info.avx512f && info.avx512bw && info.avx512dq && info.avx512vl;
+  if (v4 && info.avx512_bf16) {
+    info.best = IsaLevel::v4_bf16;
+  } else if (v4) {
+    info.best = IsaLevel::v4;
+  } else if (info.avx2 && info.fma && info.f16c) {
+    info.best = IsaLevel::v3;
+  } else if (info.sse2) {
+    info.best = IsaLevel::baseline;
+  }
+#if defined(__aarch64__) || defined(_M_ARM64)
+  info.neon = true;  // every AArch64 CPU has it
+  info.best = IsaLevel::neon;
+#endif
+  info.kernels = simd::compiled_level;
+  return info;
+}
+
+// Each translation unit that includes heed asks for the notices its own flags call for (internal
+// linkage: a translation unit compiled with other flags asks for its own); each is printed at
+// most once per process.
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__OPTIMIZE__) && !defined(HEED_ALLOW_UNOPTIMIZED)
+[[maybe_unused]] static const bool unoptimized_notice = detail::notice_unoptimized();
+#endif
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(__AVX2__) && !defined(HEED_SIMD_SCALAR) && \
+    !defined(HEED_ALLOW_BASELINE_ISA)
+[[maybe_unused]] static const bool baseline_isa_notice = detail::notice_baseline_isa(
+    cpu_info().avx512f ? "AVX-512" : (cpu_info().best >= IsaLevel::v3 ? "AVX2" : nullptr));
+#endif
+
+}  // namespace heed

@@ -1,0 +1,38 @@
+# Runs tests/simd/build_notices (an -O0 build at the compiler's default target) and checks
+# heed's run-time notices on its stderr: the -O0 notice exactly once; on x86-64, the
+# baseline-ISA notice exactly once where the CPU has AVX2 or better and never where it has not;
+# under HEED_QUIET=1, neither.
+# Usage: cmake -DPROGRAM=<path> -P check_notices.cmake
+execute_process(COMMAND ${PROGRAM} OUTPUT_VARIABLE _out ERROR_VARIABLE _err RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "build_notices exited ${_rc}: ${_out}${_err}")
+endif()
+message(STATUS "stdout: ${_out}stderr: ${_err}")
+function(count_matches text regex out)
+  string(REGEX MATCHALL "${regex}" _all "${text}")
+  list(LENGTH _all _n)
+  set(${out} ${_n} PARENT_SCOPE)
+endfunction()
+count_matches("${_err}" "heed: this program was compiled without optimization" _unoptimized)
+count_matches("${_err}" "heed: compiled for baseline x86-64 \\(SSE2\\) while this CPU has (AVX2|AVX-512)" _baseline)
+if(NOT _unoptimized EQUAL 1)
+  message(FATAL_ERROR "expected the -O0 notice once, got it ${_unoptimized} times")
+endif()
+if(_out MATCHES "kernels: baseline" AND _out MATCHES "best level: (v3|v4|v4-bf16);")
+  set(_expected_baseline 1)
+else()
+  set(_expected_baseline 0)
+endif()
+if(NOT _baseline EQUAL _expected_baseline)
+  message(FATAL_ERROR "expected the baseline-ISA notice ${_expected_baseline} times, got it ${_baseline} times")
+endif()
+if(NOT _out MATCHES "second unit: 1")
+  message(FATAL_ERROR "the second translation unit did not run")
+endif()
+
+set(ENV{HEED_QUIET} 1)
+execute_process(COMMAND ${PROGRAM} OUTPUT_VARIABLE _out ERROR_VARIABLE _err RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0 OR _err MATCHES "heed:")
+  message(FATAL_ERROR "HEED_QUIET=1: expected no notice, got (exit ${_rc}): ${_err}")
+endif()
+message(STATUS "notices: -O0 once, baseline ISA ${_expected_baseline} times, none under HEED_QUIET=1")

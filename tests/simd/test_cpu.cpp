@@ -1,0 +1,104 @@
+// heed::cpu_info() against two other readings of the same CPU: gcc's and clang's
+// __builtin_cpu_supports (libgcc's or compiler-rt's own CPUID and XGETBV reads) and, on Linux,
+// the kernel's flags in /proc/cpuinfo. The level of the kernels is the one the compiler's
+// target macros give. This file is also built at x86-64-v3, x86-64-v4, v4 + BF16 and scalar.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "heed/simd.hpp"
+
+namespace {
+
+// The flags of the first processor in /proc/cpuinfo; empty where there is no such file.
+std::set<std::string> proc_cpuinfo_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;  // x86's line; AArch64 says "Features"
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::set<std::string> flags;
+    for (std::string w; words >> w;) flags.insert(w);
+    return flags;
+  }
+  return {};
+}
+
+TEST(CpuInfo, AgreesWithTheKernelsFlags) {
+  const heed::CpuInfo cpu = heed::cpu_info();
+  std::printf("CPU best level: %s, kernels compiled for: %s\n", std::string(heed::to_string(cpu.best)).c_str(),
+              std::string(heed::to_string(cpu.kernels)).c_str());
+  const auto flags = proc_cpuinfo_flags();
+  if (flags.empty()) GTEST_SKIP() << "no x86 flags line in /proc/cpuinfo";
+  const auto has = [&](const char* f) { return flags.count(f) != 0; };
+  // Linux lists a feature only where it saves the feature's registers, as XCR0 says.
+  EXPECT_EQ(cpu.sse2, has("sse2"));
+  EXPECT_EQ(cpu.avx2, has("avx2"));
+  EXPECT_EQ(cpu.fma, has("fma"));
+  EXPECT_EQ(cpu.f16c, has("f16c"));
+  EXPECT_EQ(cpu.avx512f, has("avx512f"));
+  EXPECT_EQ(cpu.avx512bw, has("avx512bw"));
+  EXPECT_EQ(cpu.avx512dq, has("avx512dq"));
+  EXPECT_EQ(cpu.avx512vl, has("avx512vl"));
+  EXPECT_EQ(cpu.avx512_bf16, has("avx512_bf16"));
+  EXPECT_EQ(cpu.avx512_fp16, has("avx512_fp16"));
+  EXPECT_EQ(cpu.amx_bf16, has("amx_bf16") && has("amx_tile"));
+}
+
+#if (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
+TEST(CpuInfo, AgreesWithTheCompilersRuntime) {
+  __builtin_cpu_init();
+  const heed::CpuInfo cpu = heed::cpu_info();
+  EXPECT_EQ(cpu.avx2, __builtin_cpu_supports("avx2") != 0);
+  EXPECT_EQ(cpu.fma, __builtin_cpu_supports("fma") != 0);
+  EXPECT_EQ(cpu.avx512f, __builtin_cpu_supports("avx512f") != 0);
+  EXPECT_EQ(cpu.avx512bw, __builtin_cpu_supports("avx512bw") != 0);
+  EXPECT_EQ(cpu.avx512dq, __builtin_cpu_supports("avx512dq") != 0);
+  EXPECT_EQ(cpu.avx512vl, __builtin_cpu_supports("avx512vl") != 0);
+  const bool v4 = cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl;
+  const heed::IsaLevel expected = v4 && cpu.avx512_bf16            ? heed::IsaLevel::v4_bf16
+                                  : v4                             ? heed::IsaLevel::v4
+                                  : cpu.avx2 && cpu.fma && cpu.f16c ? heed::IsaLevel::v3
+                                                                   : heed::IsaLevel::baseline;
+  EXPECT_EQ(cpu.best, expected);
+}
+#endif
+
+TEST(CpuInfo, KernelsAreTheCompiledLevel) {
+  const heed::CpuInfo cpu = heed::cpu_info();
+#if defined(HEED_SIMD_SCALAR)
+  EXPECT_EQ(cpu.kernels, heed::IsaLevel::scalar);
+  EXPECT_STREQ(heed::simd::arch_name, "scalar");
+#elif defined(__AVX512BF16__)
+  EXPECT_EQ(cpu.kernels, heed::IsaLevel::v4_bf16);
+  EXPECT_TRUE(heed::simd::bf16_pair_products);
+#elif defined(__AVX512BW__)
+  EXPECT_EQ(cpu.kernels, heed::IsaLevel::v4);
+#elif defined(__AVX2__)
+  EXPECT_EQ(cpu.kernels, heed::IsaLevel::v3);
+#elif defined(__aarch64__)
+  EXPECT_EQ(cpu.kernels, heed::IsaLevel::neon);
+  EXPECT_EQ(cpu.best, heed::IsaLevel::neon);
+#elif defined(__x86_64__)
+  EXPECT_EQ(cpu.kernels, heed::IsaLevel::baseline);
+#endif
+  // heed_cpu_check runs a variant only where the CPU can: the kernels never exceed the CPU.
+  if (cpu.kernels != heed::IsaLevel::scalar) {
+    EXPECT_LE(cpu.kernels, cpu.best);
+  }
+}
+
+TEST(CpuInfo, LevelNames) {
+  EXPECT_EQ(heed::to_string(heed::IsaLevel::scalar), "scalar");
+  EXPECT_EQ(heed::to_string(heed::IsaLevel::baseline), "baseline");
+  EXPECT_EQ(heed::to_string(heed::IsaLevel::v3), "v3");
+  EXPECT_EQ(heed::to_string(heed::IsaLevel::v4), "v4");
+  EXPECT_EQ(heed::to_string(heed::IsaLevel::v4_bf16), "v4-bf16");
+  EXPECT_EQ(heed::to_string(heed::IsaLevel::neon), "neon");
+}
+
+}  // namespace

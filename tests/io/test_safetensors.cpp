@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <bit>
 
 #include <cstring>
@@ -219,8 +221,29 @@ TEST(SafeTensors, TruncatedFileOnDiskNamesTheFile) {
   fs::remove(empty);
 }
 
-TEST(SafeTensors, MissingFileIsAnIoError) {
-  EXPECT_THROW((void)SafeTensors::open("/nonexistent/heed/model.safetensors"), heed::IoError);
+// The IoError names the file and the system's reason.
+std::string io_error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const heed::IoError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no IoError";
+  return {};
+}
+
+TEST(SafeTensors, MissingFileIsAnIoErrorWithTheSystemsReason) {
+  const std::string path = "/nonexistent/heed/model.safetensors";
+  EXPECT_EQ(io_error_of([&] { (void)SafeTensors::open(path); }),
+            "heed::io::SafeTensors::open: cannot open " + path + ": No such file or directory");
+  EXPECT_EQ(io_error_of([&] { (void)SafeTensors::open(path, heed::io::ReadMode::copy); }),
+            "heed::io::SafeTensors::open: cannot open " + path + ": No such file or directory");
+  EXPECT_EQ(io_error_of([&] { heed::io::SafeTensorsWriter().add("w", heed::Tensor<float, 1>({2})).write(path); }),
+            "heed::io::SafeTensorsWriter: cannot create " + path + ": No such file or directory");
+  // A directory opens but cannot be read as a file.
+  const std::string dir_error = io_error_of([] { (void)SafeTensors::open(std::filesystem::temp_directory_path(), heed::io::ReadMode::copy); });
+  EXPECT_NE(dir_error.find("cannot read"), std::string::npos) << dir_error;
+  EXPECT_NE(dir_error.find("Is a directory"), std::string::npos) << dir_error;
 }
 
 }  // namespace

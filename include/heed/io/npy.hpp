@@ -40,6 +40,7 @@ struct NpyHeader {
 
 // The internals, which need the declarations above.
 #define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/io/detail/files.hpp"
 #include "heed/io/detail/npy_header.hpp"
 
 namespace heed::io {
@@ -158,10 +159,7 @@ void save_npy(const std::filesystem::path& path, const T& tensor) {
   const auto view = as_view(tensor);
   const std::vector<std::byte> bytes =
       npy_to_bytes<std::remove_const_t<scalar_of<T>>, rank_of<T>>(TensorView<const scalar_of<T>, rank_of<T>>(view));
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw IoError("heed::io::save_npy: cannot create " + path.string());
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw IoError("heed::io::save_npy: cannot write " + path.string());
+  detail::write_file(path, bytes.data(), bytes.size(), "heed::io::save_npy");
 }
 
 }  // namespace heed::io

@@ -16,6 +16,9 @@
 
 #include "heed/core/error.hpp"
 
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/io/detail/files.hpp"
+
 namespace heed::io {
 
 /// CRC-32 (ISO 3309, polynomial 0xEDB88320) as PNG chunks use it; `crc` continues a running value.
@@ -128,10 +131,7 @@ struct RgbImage {
 /// Writes `image` as a PNG file. IoError if the file cannot be written.
 inline void write_png(const std::filesystem::path& path, const RgbImage& image) {
   const std::vector<std::uint8_t> bytes = encode_png(image);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw IoError("heed::io::write_png: cannot create " + path.string());
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw IoError("heed::io::write_png: cannot write " + path.string());
+  detail::write_file(path, bytes.data(), bytes.size(), "heed::io::write_png");
 }
 
 }  // namespace heed::io

@@ -207,7 +207,7 @@ class SafeTensors {
   /// Opens and validates a file: IoError if it cannot be read, FormatError if it is malformed.
   /// ReadMode::map (the default) maps it where the platform can and reads it otherwise.
   static SafeTensors open(const std::filesystem::path& path, ReadMode mode = ReadMode::map) {
-    constexpr std::string_view who = "heed::io::SafeTensors";
+    constexpr std::string_view who = "heed::io::SafeTensors::open";
     return from_file_bytes(
         mode == ReadMode::map ? detail::map_file_bytes(path, who) : detail::read_file_bytes(path, who), path.string());
   }
@@ -484,10 +484,7 @@ class SafeTensorsWriter {
   /// Writes to_bytes() to `path`; IoError when the file cannot be written.
   void write(const std::filesystem::path& path) const {
     const std::vector<std::byte> bytes = to_bytes();
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError("heed::io::SafeTensorsWriter: cannot create " + path.string());
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw IoError("heed::io::SafeTensorsWriter: cannot write " + path.string());
+    detail::write_file(path, bytes.data(), bytes.size(), "heed::io::SafeTensorsWriter");
   }
 
  private:

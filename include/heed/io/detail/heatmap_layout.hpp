@@ -7,6 +7,7 @@
 
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
+#include "heed/io/detail/files.hpp"
 
 // What the SVG and PNG heatmaps share: the color map, the checked weights, text helpers.
 namespace heed::detail {
@@ -118,10 +119,7 @@ template <TensorLike W>
 }
 
 inline void write_text_file(const std::filesystem::path& path, const std::string& text, const char* who) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw IoError(std::string(who) + ": cannot create " + path.string());
-  out << text;
-  if (!out) throw IoError(std::string(who) + ": cannot write " + path.string());
+  write_file(path, text.data(), text.size(), who);
 }
 
 }  // namespace heed::detail

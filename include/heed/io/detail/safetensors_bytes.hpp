@@ -16,6 +16,7 @@
 
 #include "heed/core/error.hpp"
 #include "heed/core/scalar.hpp"
+#include "heed/io/detail/files.hpp"
 
 // Byte-level helpers of the safetensors reader and writer: little-endian loads and stores,
 // dtype conversion, and the file's bytes (mapped or read).
@@ -129,21 +130,28 @@ struct FileBytes {
 };
 
 [[nodiscard]] inline FileBytes read_file_bytes(const std::filesystem::path& path, std::string_view who) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw IoError(std::string(who) + ": cannot open " + path.string());
-  const std::streamoff size = in.tellg();
-  if (size < 0) throw IoError(std::string(who) + ": cannot read the size of " + path.string());
-  auto bytes = std::make_shared<std::vector<std::byte>>(static_cast<std::size_t>(size));
-  in.seekg(0);
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes->data()), size))
-    throw IoError(std::string(who) + ": cannot read " + path.string());
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw io_error(who, "read", path, EISDIR);
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw io_error(who, "open", path, errno);
+  // Read to the end in chunks: a pipe or a device has no size to ask for first.
+  auto bytes = std::make_shared<std::vector<std::byte>>();
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec) bytes->reserve(static_cast<std::size_t>(size));
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    const auto* first = reinterpret_cast<const std::byte*>(chunk);
+    bytes->insert(bytes->end(), first, first + in.gcount());
+  }
+  if (in.bad()) throw io_error(who, "read", path, errno);
   return {bytes, bytes->data(), bytes->size(), false};
 }
 
 [[nodiscard]] inline FileBytes map_file_bytes(const std::filesystem::path& path, std::string_view who) {
 #if defined(HEED_HAVE_MMAP)
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw IoError(std::string(who) + ": cannot open " + path.string());
+  if (fd < 0) throw io_error(who, "open", path, errno);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);

@@ -61,6 +61,42 @@ TEST(Loader, AMissingParameterNamesTheClosestNamesAndThePrefixTheyHave) {
   }
 }
 
+// The message of the FormatError that taking `name` under `prefix` of d raises.
+std::string missing_message(const TensorDict& d, const std::string& prefix, const std::string& name) {
+  try {
+    (void)Loader<TensorDict>(d, prefix).take<float, 1>(name, {2});
+  } catch (const heed::FormatError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << name << " was found";
+  return {};
+}
+
+TEST(Loader, AMisnamedParameterSuggestsTheNearestWholeName) {
+  TensorDict d;
+  for (const char* name : {"model.layers.0.self_attn.in_proj_weight", "model.layers.0.self_attn.out_proj.weight",
+                           "model.layers.0.linear1.weight", "model.layers.0.linear2.weight", "model.norm.weight"})
+    d.set(name, heed::randn<float>({2}, 1));
+  // in_proj.weight for in_proj_weight: one character apart, and nothing shares two trailing parts
+  const std::string misnamed = missing_message(d, "model.layers.0.self_attn.", "in_proj.weight");
+  EXPECT_NE(misnamed.find("closest in the source: \"model.layers.0.self_attn.in_proj_weight\""), std::string::npos)
+      << misnamed;
+  EXPECT_EQ(misnamed.find("out_proj"), std::string::npos) << misnamed;
+  EXPECT_EQ(misnamed.find("linear"), std::string::npos) << misnamed;
+  // the whole name asked for, under a prefix the caller left out
+  const std::string unprefixed = missing_message(d, "", "layers.0.linear1.weight");
+  EXPECT_NE(unprefixed.find("closest in the source: \"model.layers.0.linear1.weight\" (under the prefix \"model.\")"),
+            std::string::npos)
+      << unprefixed;
+  // a name unlike every other: no *.weight is offered
+  const std::string unrelated = missing_message(d, "model.", "embed_tokens.weight");
+  EXPECT_EQ(unrelated.find("closest"), std::string::npos) << unrelated;
+  // a one-letter slip in a prefix part
+  const std::string slip = missing_message(d, "model.layer.0.", "linear2.weight");
+  EXPECT_NE(slip.find("\"model.layers.0.linear2.weight\""), std::string::npos) << slip;
+  EXPECT_EQ(slip.find("linear1"), std::string::npos) << slip;
+}
+
 TEST(Loader, DefaultInitMatchesPyTorchsBounds) {
   const auto w = heed::nn::torch_default_init<float, 2>({64, 100}, 100, 7);
   float lo = 1, hi = -1;

@@ -146,9 +146,13 @@ class Loader {
   }
 
  private:
-  // "; closest in the source: ..." — the names that share the longest run of trailing
-  // dot-separated parts with `wanted` (at least its last one), and the prefix they differ in,
-  // so that a wrong prefix names the right one. Empty when nothing shares the last part.
+  // "; closest in the source: ..." — what the caller probably meant, or "" when nothing is close:
+  //   - a name with the same last two (or more) dot-separated parts under another prefix: the
+  //     names sharing the longest such tail, and the prefix they have instead ("encoder." where
+  //     "model." was asked), or the whole of `wanted` under an added prefix;
+  //   - otherwise the names nearest by edit distance over the whole dotted path, if at most a
+  //     third of its characters differ (`in_proj.weight` for `in_proj_weight`), so that an
+  //     unrelated `*.weight` is never offered.
   std::string closest_names(const std::string& wanted) const {
     const auto parts = [](std::string_view s) {
       std::vector<std::string_view> out;
@@ -160,32 +164,69 @@ class Loader {
       }
     };
     const auto want = parts(wanted);
-    std::size_t best = 0;
-    std::vector<std::string> matches;
+    std::size_t best_tail = 0;
+    std::vector<std::string> by_tail;
+    std::size_t best_distance = wanted.size() / 3 + 1;  // beyond a third: unrelated
+    std::vector<std::string> by_distance;
     for (const std::string& name : source_->names()) {
       const auto have = parts(name);
       std::size_t common = 0;
       while (common < have.size() && common < want.size() &&
              have[have.size() - 1 - common] == want[want.size() - 1 - common])
         ++common;
-      if (common == 0 || common < best) continue;
-      if (common > best) matches.clear();
-      best = common;
-      matches.push_back(name);
+      if (common >= 2 || (common >= 1 && common == want.size())) {
+        if (common > best_tail) by_tail.clear();
+        if (common >= best_tail) {
+          best_tail = common;
+          by_tail.push_back(name);
+        }
+      }
+      const std::size_t d = edit_distance(name, wanted, best_distance);
+      if (d < best_distance) by_distance.clear();
+      if (d <= best_distance && d < wanted.size() / 3 + 1) {
+        best_distance = d;
+        by_distance.push_back(name);
+      }
     }
+    const std::vector<std::string>& matches = by_tail.empty() ? by_distance : by_tail;
     if (matches.empty()) return "";
     std::string text = "; closest in the source: ";
     constexpr std::size_t shown = 3;
     for (std::size_t i = 0; i < std::min(shown, matches.size()); ++i) text += (i ? ", \"" : "\"") + matches[i] + "\"";
     if (matches.size() > shown) text += " and " + std::to_string(matches.size() - shown) + " more";
-    // what precedes the shared tail of `best` parts: the prefix the caller probably meant
-    std::size_t tail = best - 1;
-    for (std::size_t i = 0; i < best; ++i) tail += want[want.size() - 1 - i].size();
-    const std::string& first = matches.front();
-    if (best >= 2 && best < want.size())
-      text += " (\"" + first.substr(0, first.size() - tail) + "\" where \"" + wanted.substr(0, wanted.size() - tail) +
-              "\" was asked)";
+    if (!by_tail.empty()) {
+      // what precedes the shared tail of `best_tail` parts: the prefix the caller probably meant
+      std::size_t tail = best_tail - 1;
+      for (std::size_t i = 0; i < best_tail; ++i) tail += want[want.size() - 1 - i].size();
+      const std::string& first = matches.front();
+      if (best_tail < want.size())
+        text += " (\"" + first.substr(0, first.size() - tail) + "\" where \"" + wanted.substr(0, wanted.size() - tail) +
+                "\" was asked)";
+      else
+        text += " (under the prefix \"" + first.substr(0, first.size() - tail) + "\")";
+    }
     return text;
+  }
+
+  // Levenshtein distance between a and b over characters, or any value above `limit` once it
+  // is certain to exceed it (the rows' minimum only grows).
+  static std::size_t edit_distance(std::string_view a, std::string_view b, std::size_t limit) {
+    const std::size_t gap = a.size() > b.size() ? a.size() - b.size() : b.size() - a.size();
+    if (gap > limit) return limit + 1;
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      std::size_t diagonal = row[0], row_min = i;
+      row[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        const std::size_t up = row[j];
+        row[j] = std::min({up + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diagonal = up;
+        row_min = std::min(row_min, row[j]);
+      }
+      if (row_min > limit) return limit + 1;
+    }
+    return row[b.size()];
   }
 
   const Source* source_;

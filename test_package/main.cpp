@@ -9,7 +9,9 @@ int main() {
   const auto r = heed::attention(q, k, k, heed::ScaledDot{}, heed::mask::None{}, {.need_weights = true});
   float total = 0;
   for (heed::index_t j = 0; j < 7; ++j) total += r.weights(0, 1, 3, j);
-  std::printf("heed %d.%d.%d from Conan (%s): attention weights row sum %.6f\n", HEED_VERSION_MAJOR, HEED_VERSION_MINOR,
-              HEED_VERSION_PATCH, heed::simd::arch_name, static_cast<double>(total));
+  const heed::CpuInfo cpu = heed::cpu_info();
+  std::printf("heed %d.%d.%d from Conan (kernels %s, this CPU's best %s): attention weights row sum %.6f\n",
+              HEED_VERSION_MAJOR, HEED_VERSION_MINOR, HEED_VERSION_PATCH, heed::to_string(cpu.kernels).data(),
+              heed::to_string(cpu.best).data(), static_cast<double>(total));
   return std::abs(total - 1.0f) < 1e-5f ? 0 : 1;
 }

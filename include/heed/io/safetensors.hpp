@@ -9,7 +9,7 @@
 //     contiguous from 0, and they cover the data exactly: no gaps, no overlaps, no trailing bytes.
 // Every violation is a FormatError naming the file and the tensor; nothing is read out of bounds.
 //
-// SafeTensors::open memory-maps the file where the platform has mmap (POSIX), so a large file
+// SafeTensors::open memory-maps the file (mmap on POSIX, MapViewOfFile on Windows), so a large file
 // is never copied twice: `get` converts straight from the mapped pages into the Tensor it
 // returns, and pages nobody reads are never loaded. Elsewhere, or with ReadMode::copy, the file
 // is read into memory once.
@@ -43,6 +43,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #define HEED_HAVE_MMAP 1
+#elif defined(_WIN32)
+// CreateFileMappingW / MapViewOfFile. Without min and max macros (NOMINMAX) and the rarely used
+// parts of the API, each defined only for this include where the program has not defined it.
+#if !defined(NOMINMAX)
+#define NOMINMAX
+#define HEED_DEFINED_NOMINMAX
+#endif
+#if !defined(WIN32_LEAN_AND_MEAN)
+#define WIN32_LEAN_AND_MEAN
+#define HEED_DEFINED_WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+#if defined(HEED_DEFINED_NOMINMAX)
+#undef NOMINMAX
+#undef HEED_DEFINED_NOMINMAX
+#endif
+#if defined(HEED_DEFINED_WIN32_LEAN_AND_MEAN)
+#undef WIN32_LEAN_AND_MEAN
+#undef HEED_DEFINED_WIN32_LEAN_AND_MEAN
+#endif
+#define HEED_HAVE_MMAP 1
+#define HEED_MMAP_WINDOWS 1
 #endif
 
 namespace heed::io {

@@ -149,7 +149,36 @@ struct FileBytes {
 }
 
 [[nodiscard]] inline FileBytes map_file_bytes(const std::filesystem::path& path, std::string_view who) {
-#if defined(HEED_HAVE_MMAP)
+#if defined(HEED_MMAP_WINDOWS)
+  // Windows: the file opened for reading (others may read it too), a read-only mapping of all
+  // of it, a view of the mapping; the view keeps the mapping and the file alive once their
+  // handles are closed.
+  const HANDLE file = ::CreateFileW(path.c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr, OPEN_EXISTING,
+                                    FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (file == INVALID_HANDLE_VALUE) {
+    const DWORD error = ::GetLastError();
+    throw io_error(who, "open", path, error == ERROR_FILE_NOT_FOUND || error == ERROR_PATH_NOT_FOUND ? ENOENT
+                                      : error == ERROR_ACCESS_DENIED                                  ? EACCES
+                                                                                                      : EIO);
+  }
+  LARGE_INTEGER size{};
+  if (!::GetFileSizeEx(file, &size) || ::GetFileType(file) != FILE_TYPE_DISK) {
+    ::CloseHandle(file);
+    return read_file_bytes(path, who);  // not a file on disk: read it
+  }
+  if (size.QuadPart == 0) {
+    ::CloseHandle(file);
+    return {};
+  }
+  const HANDLE mapping = ::CreateFileMappingW(file, nullptr, PAGE_READONLY, 0, 0, nullptr);
+  ::CloseHandle(file);
+  if (mapping == nullptr) return read_file_bytes(path, who);
+  void* p = ::MapViewOfFile(mapping, FILE_MAP_READ, 0, 0, 0);
+  ::CloseHandle(mapping);
+  if (p == nullptr) return read_file_bytes(path, who);
+  std::shared_ptr<const void> owner(p, [](const void* q) { ::UnmapViewOfFile(q); });
+  return {std::move(owner), static_cast<const std::byte*>(p), static_cast<std::size_t>(size.QuadPart), true};
+#elif defined(HEED_HAVE_MMAP)
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw io_error(who, "open", path, errno);
   struct stat st {};

@@ -190,3 +190,21 @@ TEST(TensorLike, AcceptsTensorsAndViews) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DefinedInputs, CopyFromAViewOfAnotherShapeIsAShapeError) {  // #46, defect 10
+  heed::Tensor<float, 2> t({2, 3});
+  const auto small = heed::randn<float>({2, 2}, 1);
+  try {
+    t.copy_from(small.view());
+    FAIL() << "no ShapeError";
+  } catch (const heed::ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[2, 2] into a tensor of [2, 3]"), std::string::npos) << e.what();
+  }
+  const auto same = heed::randn<float>({3, 2}, 2);
+  t.copy_from(same.view().transpose(0, 1));
+  EXPECT_EQ(t(1, 2), same(2, 1));
+}
+
+}  // namespace

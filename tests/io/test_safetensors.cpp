@@ -247,3 +247,20 @@ TEST(SafeTensors, MissingFileIsAnIoErrorWithTheSystemsReason) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DefinedInputs, TheWriterRefusesWhatItsReaderWouldRefuse) {  // #46, defect 6
+  const heed::Tensor<float, 1> t({2});
+  EXPECT_THROW(heed::io::SafeTensorsWriter().add("__metadata__", t), heed::FormatError);
+  EXPECT_THROW(heed::io::SafeTensorsWriter().add(std::string("w\xff"), t), heed::FormatError);
+  EXPECT_THROW(heed::io::SafeTensorsWriter().add(std::string("w\xc0\xaf"), t), heed::FormatError);  // overlong '/'
+  EXPECT_THROW(heed::io::SafeTensorsWriter().metadata("k", std::string("\xed\xa0\x80")), heed::FormatError);  // surrogate
+  // names in any script are UTF-8: written and read back
+  const auto bytes = heed::io::SafeTensorsWriter().add("gewicht.\xc3\xa4", t).metadata("\xe2\x9c\x93", "ok").to_bytes();
+  const auto st = heed::io::SafeTensors::from_bytes(bytes);
+  EXPECT_EQ(st.metadata("\xe2\x9c\x93", ""), "ok");
+  EXPECT_EQ((st.get<float, 1>("gewicht.\xc3\xa4").shape()), (heed::Shape<1>{2}));
+}
+
+}  // namespace

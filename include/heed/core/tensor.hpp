@@ -115,10 +115,13 @@ class Tensor {
   /// Index i of the first dimension, read-only: an element for rank 1, a view of rank - 1 otherwise.
   [[nodiscard]] decltype(auto) operator[](index_t i) const noexcept { return view()[i]; }
 
-  /// Copies the elements of a view of the same shape into this tensor.
+  /// Copies the elements of a view of the same shape into this tensor; ShapeError naming both
+  /// shapes otherwise.
   template <class Other>
   void copy_from(const TensorView<Other, Rank>& source) {
-    HEED_ASSERT(source.shape() == shape_);
+    if (source.shape() != shape_)
+      throw ShapeError("heed::Tensor::copy_from: a view of shape " + to_string(source.shape()) + " into a tensor of " +
+                       to_string(shape_));
     if (numel() == 0) return;  // an empty view may have no data at all: nothing to offset
     if (source.is_contiguous()) {
       std::copy_n(source.data(), numel(), data());

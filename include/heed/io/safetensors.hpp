@@ -438,9 +438,14 @@ class SafeTensors {
 /// Collects named tensors and writes them as safetensors (names sorted, as PyTorch's writer does).
 class SafeTensorsWriter {
  public:
-  /// Adds a tensor under `name`, stored in its own scalar type; FormatError if the name is already taken.
+  /// Adds a tensor under `name`, stored in its own scalar type; FormatError if the name is already taken,
+  /// is "__metadata__" (the format's reserved key) or is not UTF-8: what the reader would refuse.
   template <class Scalar, std::size_t Rank>
   SafeTensorsWriter& add(std::string name, const TensorView<const Scalar, Rank>& tensor) {
+    if (name == "__metadata__")
+      throw FormatError("SafeTensorsWriter: \"__metadata__\" is the format's metadata key, not a tensor name");
+    if (const char* why = detail::utf8_error(name))
+      throw FormatError("SafeTensorsWriter: the tensor name \"" + name + "\" is not UTF-8 (" + why + ")");
     Entry e;
     e.name = std::move(name);
     e.dtype = dtype_of<Scalar>();
@@ -460,8 +465,11 @@ class SafeTensorsWriter {
     return add<Scalar, Rank>(std::move(name), tensor.view());
   }
 
-  /// Sets a `__metadata__` entry (string to string).
+  /// Sets a `__metadata__` entry (string to string); FormatError if either is not UTF-8.
   SafeTensorsWriter& metadata(std::string key, std::string value) {
+    for (const std::string* text : {&key, &value})
+      if (const char* why = detail::utf8_error(*text))
+        throw FormatError("SafeTensorsWriter: the metadata text \"" + *text + "\" is not UTF-8 (" + why + ")");
     metadata_[std::move(key)] = std::move(value);
     return *this;
   }

@@ -77,6 +77,20 @@ template <TensorLike W>
       }
   d.vmax = vmax > 0 ? vmax : 1;
   d.cell = o.cell > 0 ? o.cell : static_cast<int>(std::clamp<index_t>(384 / std::max(d.rows, d.cols), 8, 32));
+  // The layouts compute in int: the panels, their gaps and labels must stay far inside its range.
+  constexpr index_t max_side = index_t{1} << 24;
+  constexpr std::size_t max_label = 4096;  // characters
+  std::size_t longest = 0;
+  for (const auto* labels : {&o.x_labels, &o.y_labels, &o.panel_titles})
+    for (const std::string& label : *labels) longest = std::max(longest, label.size());
+  if (std::max(longest, o.title.size()) > max_label)
+    fail("a label or title of " + std::to_string(std::max(longest, o.title.size())) + " characters (at most " +
+         std::to_string(max_label) + ")");
+  const index_t cell = d.cell, margins = 64 + 2 * 16 * static_cast<index_t>(longest);
+  if (d.cols > max_side / cell || d.rows > max_side / cell || d.panels > max_side / (d.cols * cell + margins))
+    fail("a heatmap of " + std::to_string(d.panels) + " panels of " + std::to_string(d.rows) + " x " +
+         std::to_string(d.cols) + " cells of " + std::to_string(d.cell) + " pixels is wider or taller than " +
+         std::to_string(max_side) + " pixels");
   return d;
 }
 

@@ -11,6 +11,61 @@
 // The recursive-descent parser behind heed::io::Json::parse.
 namespace heed::detail {
 
+// The length of the well-formed multi-byte UTF-8 sequence at s[pos] (RFC 3629: the right number
+// of continuation bytes, no overlong form, no surrogate, nothing above U+10FFFF), or 0 with the
+// reason in *why. The JSON reader and the safetensors writer share it.
+inline std::size_t utf8_sequence_length(std::string_view s, std::size_t pos, const char** why) noexcept {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[pos + i]); };
+  const unsigned char lead = byte(0);
+  std::size_t length = 0;
+  unsigned cp = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2, cp = lead & 0x1Fu;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3, cp = lead & 0x0Fu;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4, cp = lead & 0x07u;
+  } else {
+    *why = "invalid UTF-8 byte";
+    return 0;
+  }
+  if (pos + length > s.size()) {
+    *why = "truncated UTF-8 sequence";
+    return 0;
+  }
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xC0u) != 0x80u) {
+      *why = "invalid UTF-8 sequence";
+      return 0;
+    }
+    cp = (cp << 6) | (byte(i) & 0x3Fu);
+  }
+  if ((length == 3 && cp < 0x800) || (length == 4 && cp < 0x10000)) {
+    *why = "overlong UTF-8 sequence";
+    return 0;
+  }
+  if ((cp >= 0xD800 && cp < 0xE000) || cp > 0x10FFFF) {
+    *why = "UTF-8 encoded surrogate or code point beyond U+10FFFF";
+    return 0;
+  }
+  return length;
+}
+
+// nullptr when s is well-formed UTF-8, else what is wrong with it.
+[[nodiscard]] inline const char* utf8_error(std::string_view s) noexcept {
+  const char* why = nullptr;
+  for (std::size_t pos = 0; pos < s.size();) {
+    if (static_cast<unsigned char>(s[pos]) < 0x80) {
+      ++pos;
+      continue;
+    }
+    const std::size_t n = utf8_sequence_length(s, pos, &why);
+    if (n == 0) return why;
+    pos += n;
+  }
+  return nullptr;
+}
+
 class JsonParser {
  public:
   JsonParser(std::string_view text, std::string_view what) : text_(text), what_(what) {}
@@ -169,29 +224,11 @@ class JsonParser {
     }
   }
 
-  // One multi-byte UTF-8 sequence at pos_ (RFC 3629): the right number of continuation bytes,
-  // no overlong form, no surrogate, nothing above U+10FFFF. Appends it and moves past it.
+  // One multi-byte UTF-8 sequence at pos_ (utf8_sequence_length): appends it and moves past it.
   void utf8_sequence(std::string& out) {
-    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text_[pos_ + i]); };
-    const unsigned char lead = byte(0);
-    std::size_t length = 0;
-    unsigned cp = 0;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      length = 2, cp = lead & 0x1Fu;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3, cp = lead & 0x0Fu;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4, cp = lead & 0x07u;
-    } else {
-      fail("invalid UTF-8 byte in string");
-    }
-    if (pos_ + length > text_.size()) fail("truncated UTF-8 sequence in string");
-    for (std::size_t i = 1; i < length; ++i) {
-      if ((byte(i) & 0xC0u) != 0x80u) fail("invalid UTF-8 sequence in string");
-      cp = (cp << 6) | (byte(i) & 0x3Fu);
-    }
-    if ((length == 3 && cp < 0x800) || (length == 4 && cp < 0x10000)) fail("overlong UTF-8 sequence in string");
-    if ((cp >= 0xD800 && cp < 0xE000) || cp > 0x10FFFF) fail("UTF-8 encoded surrogate or code point beyond U+10FFFF");
+    const char* why = nullptr;
+    const std::size_t length = utf8_sequence_length(text_, pos_, &why);
+    if (length == 0) fail(std::string(why) + " in string");
     out.append(text_.substr(pos_, length));
     pos_ += length;
   }

@@ -21,6 +21,10 @@
 
 namespace heed {
 
+/// The most workers one call uses: a larger num_threads (set_num_threads, an options struct's
+/// num_threads) means this many.
+inline constexpr int max_threads = 1024;
+
 /// How many workers parallel_for uses when a call does not say (1 without OpenMP).
 [[nodiscard]] inline int num_threads() noexcept {
 #if defined(_OPENMP)
@@ -34,15 +38,16 @@ namespace heed {
 /// Sets the default worker count, like torch.set_num_threads; n <= 0 restores the default.
 /// It caps the GEMMs heed hands to Eigen too (Eigen::setNbThreads), so one thread means one.
 inline void set_num_threads(int n) noexcept {
-  detail::thread_setting().store(std::max(n, 0), std::memory_order_relaxed);
-  Eigen::setNbThreads(std::max(n, 0));
+  n = std::clamp(n, 0, max_threads);
+  detail::thread_setting().store(n, std::memory_order_relaxed);
+  Eigen::setNbThreads(n);
 }
 
 /// Runs body(i, worker) for every i in [0, n); worker is in [0, threads). threads <= 0 means
 /// num_threads(). The body must not throw.
 template <class Body>
 void parallel_for(index_t n, int threads, Body&& body) {
-  if (threads <= 0) threads = num_threads();
+  threads = threads <= 0 ? num_threads() : std::min(threads, max_threads);
 #if defined(_OPENMP)
   if (threads > 1 && n > 1) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)

@@ -39,7 +39,9 @@ struct AttentionResult {
 
 /// The validated entry point that modules use: writes softmax(score(q, k) + mask) · v into
 /// `out` [B, Hq, Lq, dv] (any strides, e.g. a transposed [B, Lq, H, dv] buffer) and, when
-/// `weights` is non-empty, the probabilities into it ([B, Hq, Lq, Lk]). k and v may have fewer
+/// `weights` is non-empty, the probabilities into it ([B, Hq, Lq, Lk], any strides too).
+/// Neither may share memory with q, k, v or each other (ShapeError): attention does not run in
+/// place. k and v may have fewer
 /// heads than q (see above). T may be float, double, bfloat16 or half: 16-bit tensors stay
 /// 16-bit in memory, and scores, softmax and the output accumulate in float. ShapeError, naming
 /// every shape, for anything that does not fit.
@@ -68,7 +70,29 @@ void attention_into(const TensorView<T, 4>& out, const TensorView<T, 4>& weights
   if (!weights.empty() && weights.shape() != dims)
     fail("weights are " + to_string(weights.shape()) + ", expected " + to_string(dims));
   if (options.block_q < 0 || options.block_k < 0) fail("negative block size");
+  for (const TensorView<const T, 4>& input : {q, k, v})
+    if (detail::may_overlap(out, input) || (!weights.empty() && detail::may_overlap(weights, input)))
+      fail("the output or the weights overlap q, k or v: attention does not run in place, write into another "
+           "tensor");
+  if (!weights.empty() && detail::may_overlap(out, weights)) fail("the output and the weights overlap");
   if (out.numel() == 0 && weights.empty()) return;
+  // The driver writes rows of unit stride; an output or weights view of another inner stride (a
+  // transposed or reversed buffer) gets the result through a dense copy.
+  const bool strided_out = out.stride(3) != 1 && out.size(3) > 1;
+  const bool strided_weights = !weights.empty() && weights.stride(3) != 1 && weights.size(3) > 1;
+  if (strided_out || strided_weights) {
+    Tensor<T, 4> out_dense(out.shape()), weights_dense(weights.empty() ? Shape<4>{} : weights.shape());
+    attention_into(out_dense.view(), weights_dense.view(), q, k, v, score, mask, options);
+    const auto copy_back = [](const TensorView<T, 4>& to, const Tensor<T, 4>& from) {
+      for (index_t b = 0; b < to.size(0); ++b)
+        for (index_t h = 0; h < to.size(1); ++h)
+          for (index_t i = 0; i < to.size(2); ++i)
+            for (index_t j = 0; j < to.size(3); ++j) to(b, h, i, j) = from(b, h, i, j);
+    };
+    copy_back(out, out_dense);
+    if (!weights.empty()) copy_back(weights, weights_dense);
+    return;
+  }
 
   Tensor<T, 4> q_dense, k_dense, v_dense;
   const auto qd = detail::unit_inner(q, q_dense);

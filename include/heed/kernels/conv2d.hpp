@@ -44,6 +44,9 @@ template <TensorLike X, TensorLike Wt>
     fail("w expects " + std::to_string(wv.size(1)) + " input channels, x has " + std::to_string(xv.size(1)));
   if (!bias.empty() && bias.size(0) != wv.size(0)) fail("bias does not have one entry per output channel");
   if (options.padding < 0 || options.stride < 1) fail("padding must be >= 0 and stride >= 1");
+  constexpr index_t max_padding = index_t{1} << 40;  // far past any plane; keeps the sizes below in range
+  if (options.padding > max_padding) fail("padding beyond 2^40");
+  if (xv.size(2) == 0 || xv.size(3) == 0) fail("the input planes are empty (PyTorch refuses them too)");
   const index_t Ho = (xv.size(2) + 2 * options.padding - wv.size(2)) / options.stride + 1;
   const index_t Wo = (xv.size(3) + 2 * options.padding - wv.size(3)) / options.stride + 1;
   if (xv.size(2) + 2 * options.padding < wv.size(2) || xv.size(3) + 2 * options.padding < wv.size(3))

@@ -114,8 +114,9 @@ struct Causal {
   [[nodiscard]] TileShape preferred_tiles() const noexcept { return {24, 128}; }
   /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
-    if (t.j0 > t.i0 + t.ni - 1 + offset) return Tile::blocked;  // the first key is after every row's last visible one
-    if (t.j0 + t.nj - 1 <= t.i0 + offset) return Tile::open;    // the last key is visible even to the first row
+    const index_t off = detail::bounded(offset);
+    if (t.j0 > t.i0 + t.ni - 1 + off) return Tile::blocked;  // the first key is after every row's last visible one
+    if (t.j0 + t.nj - 1 <= t.i0 + off) return Tile::open;    // the last key is visible even to the first row
     return Tile::partial;
   }
   /// A blocked tile is past every row's last visible key, and so is every key after it.
@@ -123,8 +124,9 @@ struct Causal {
   /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    const index_t off = detail::bounded(offset);
     for (index_t i = 0; i < t.ni; ++i) {
-      const index_t first_hidden = std::max<index_t>(t.i0 + i + offset + 1 - t.j0, 0);
+      const index_t first_hidden = std::max<index_t>(t.i0 + i + off + 1 - t.j0, 0);
       detail::hide(scores + i * ld, std::min(first_hidden, t.nj), t.nj);
     }
   }
@@ -146,30 +148,32 @@ struct SlidingWindow {
   /// Key tiles about as wide as the window (a multiple of 32, from 32 to 256), so that few keys
   /// outside it are computed.
   [[nodiscard]] TileShape preferred_tiles() const noexcept {
-    const index_t width = (left + right + 1 + 31) / 32 * 32;
+    const index_t width = (detail::bounded(left) + detail::bounded(right) + 1 + 31) / 32 * 32;
     return {48, std::clamp<index_t>(width, 32, 256)};
   }
   /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
-    const index_t i_first = t.i0 + offset, i_last = t.i0 + t.ni - 1 + offset;
+    const index_t off = detail::bounded(offset), before = detail::bounded(left), after = detail::bounded(right);
+    const index_t i_first = t.i0 + off, i_last = t.i0 + t.ni - 1 + off;
     const index_t j_first = t.j0, j_last = t.j0 + t.nj - 1;
-    if (j_first > i_last + right || j_last < i_first - left) return Tile::blocked;
-    if (j_first >= i_last - left && j_last <= i_first + right) return Tile::open;
+    if (j_first > i_last + after || j_last < i_first - before) return Tile::blocked;
+    if (j_first >= i_last - before && j_last <= i_first + after) return Tile::open;
     return Tile::partial;
   }
   /// A blocked tile left of the window resumes where the first row's window begins; one right of
   /// it has nothing after it.
   [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
-    const index_t first = t.i0 + offset - left;
+    const index_t first = t.i0 + detail::bounded(offset) - detail::bounded(left);
     return t.j0 + t.nj <= first ? first : no_visible_key;
   }
   /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+    const index_t off = detail::bounded(offset), before = detail::bounded(left), after = detail::bounded(right);
     for (index_t i = 0; i < t.ni; ++i) {
-      const index_t center = t.i0 + i + offset - t.j0;
-      const index_t lo = std::clamp<index_t>(center - left, 0, t.nj);
-      const index_t hi = std::clamp<index_t>(center + right + 1, 0, t.nj);
+      const index_t center = t.i0 + i + off - t.j0;
+      const index_t lo = std::clamp<index_t>(center - before, 0, t.nj);
+      const index_t hi = std::clamp<index_t>(center + after + 1, 0, t.nj);
       T* row = scores + i * ld;
       detail::hide(row, 0, lo);
       detail::hide(row, std::max(lo, hi), t.nj);
@@ -318,8 +322,9 @@ struct ALiBi {
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
     const T slope = static_cast<T>(slopes[static_cast<std::size_t>(t.h)]);
+    const index_t off = detail::bounded(offset);
     for (index_t i = 0; i < t.ni; ++i) {
-      const index_t first = t.j0 - (t.i0 + i + offset);  // j - i - offset at the tile's first key
+      const index_t first = t.j0 - (t.i0 + i + off);  // j - i - offset at the tile's first key
       T* row = scores + i * ld;
       for (index_t j = 0; j < t.nj; ++j) row[j] += slope * static_cast<T>(first + j);
     }

@@ -16,6 +16,7 @@
 // generate.py holds the reference definitions (PyTorch 1.13 has no RoPE) that the tests check.
 
 #include <cmath>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -78,7 +79,9 @@ class Rotary {
       throw ShapeError("heed::Rotary: x " + to_string(x.shape()) + " must be [B, H, L, " + std::to_string(head_dim_) +
                        "] with a start position per batch row (" + std::to_string(start.size()) + " given)");
     for (const index_t s : start)
-      if (s < 0) throw ShapeError("heed::Rotary: start positions must be >= 0, got " + std::to_string(s));
+      if (s < 0 || s > std::numeric_limits<index_t>::max() - x.size(2))
+        throw ShapeError("heed::Rotary: start positions must be >= 0 and leave room for the " +
+                         std::to_string(x.size(2)) + " positions of x, got " + std::to_string(s));
     rotate(x, start);
   }
   /// The same with every batch row starting at `start`.

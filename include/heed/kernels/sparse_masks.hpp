@@ -21,6 +21,7 @@
 // compile error; add biases with mask::all(mask::any(...), bias)).
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -52,12 +53,13 @@ class BlockSparse {
   /// A layout bool [nbq, nbk], [H, nbq, nbk] or [B, H, nbq, nbk] of `block`-square blocks; ShapeError for block < 1.
   template <TensorLike X>
   requires std::is_same_v < scalar_of<X>,
-  bool > BlockSparse(X&& layout, index_t block) : layout_(as_rank4(std::forward<X>(layout))), block_(block) {
+  bool > BlockSparse(X&& layout, index_t block)
+      // (a block past any length means the same as one of 2^52, and keeps block arithmetic in range)
+      : layout_(as_rank4(std::forward<X>(layout))), block_(detail::bounded(block)) {
     if (block < 1)
       throw ShapeError("heed::mask::BlockSparse: the block size must be >= 1, got " + std::to_string(block) +
                        " (layout " + layout_.original_shape() + ")");
-    if ((block & (block - 1)) == 0)
-      while ((index_t{1} << (shift_ + 1)) <= block) ++shift_;
+    if ((block_ & (block_ - 1)) == 0) shift_ = std::countr_zero(static_cast<std::uint64_t>(block_));
   }
 
   /// Positions per block, in both the query and the key dimension.
@@ -69,7 +71,7 @@ class BlockSparse {
       throw ShapeError("heed::mask::BlockSparse: " + what + " (layout " + layout_.original_shape() + ", block " +
                        std::to_string(block_) + ", scores " + detail::scores_text(dims) + ")");
     };
-    const index_t nbq = (dims[2] + block_ - 1) / block_, nbk = (dims[3] + block_ - 1) / block_;
+    const index_t nbq = dims[2] == 0 ? 0 : (dims[2] - 1) / block_ + 1, nbk = dims[3] == 0 ? 0 : (dims[3] - 1) / block_ + 1;
     const Shape<4>& s = layout_.shape();
     if (s[2] != nbq || s[3] != nbk)
       fail("the layout must have [" + std::to_string(nbq) + ", " + std::to_string(nbk) +

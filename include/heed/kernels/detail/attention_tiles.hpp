@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "heed/core/detail/buffer_cache.hpp"
@@ -355,13 +358,19 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
   TileShape preferred;
   mask::merge_preference(preferred, mask);
   const TileShape tiles = chosen_tiles(mask, options);  // not a structured binding: clang 14 cannot capture one
-  const index_t bq = tiles.block_q, bk = tiles.block_k;
+  // A tile taller or wider than the call's rows or keys (rounded up to even: pair products) is
+  // the same tile as the call's own size: requested sizes beyond it are cut there, and the tile
+  // and task counts below cannot overflow.
+  const index_t even_keys = Lk + (Lk & 1);
+  const index_t bq = std::min(tiles.block_q, std::max(Lq, default_block_q));
+  const index_t bk = std::min(tiles.block_k, std::max(even_keys, default_block_k));
   const bool with_weights = !weights.empty();
-  const int threads = std::max(1, options.num_threads > 0 ? options.num_threads : num_threads());
+  const int threads = std::clamp(options.num_threads > 0 ? options.num_threads : num_threads(), 1, max_threads);
   if (!with_weights && Lq <= decode_max_rows && Lk >= decode_min_keys) {
-    const index_t decode_bk = options.block_k > 0     ? options.block_k
-                              : preferred.block_k > 0 ? std::min(preferred.block_k, decode_block_k)
-                                                      : decode_block_k;
+    const index_t decode_bk = std::min(options.block_k > 0     ? options.block_k
+                                       : preferred.block_k > 0 ? std::min(preferred.block_k, decode_block_k)
+                                                               : decode_block_k,
+                                       std::max(even_keys, decode_block_k));
     attention_decode(out, v, scorer, mask, options, decode_bk, threads);
     return;
   }
@@ -671,6 +680,27 @@ TensorView<const T, 4> unit_inner(const TensorView<const T, 4>& x, Tensor<T, 4>&
   if (x.stride(3) == 1 || x.size(3) <= 1) return x;
   storage = Tensor<T, 4>(x);
   return storage.view();
+}
+
+// The bytes a view can touch, [first, last): its elements span this range whatever its strides.
+template <class T>
+std::pair<const std::byte*, const std::byte*> byte_extent(const TensorView<T, 4>& x) noexcept {
+  if (x.numel() == 0) return {nullptr, nullptr};
+  index_t lo = 0, hi = 0;
+  for (std::size_t d = 0; d < 4; ++d) {
+    const index_t reach = (x.size(d) - 1) * x.stride(d);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const auto* base = reinterpret_cast<const std::byte*>(x.data());
+  return {base + lo * index_t{sizeof(T)}, base + (hi + 1) * index_t{sizeof(T)}};
+}
+
+// Whether two views may share a byte (their extents intersect).
+template <class A, class B>
+bool may_overlap(const TensorView<A, 4>& a, const TensorView<B, 4>& b) noexcept {
+  const auto [a0, a1] = byte_extent(a);
+  const auto [b0, b1] = byte_extent(b);
+  return a0 != nullptr && b0 != nullptr && std::less<>{}(a0, b1) && std::less<>{}(b0, a1);
 }
 
 // [B, L, d] seen as [B, 1, L, d].

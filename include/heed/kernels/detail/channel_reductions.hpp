@@ -2,6 +2,7 @@
 #include "heed/core/detail/internal_header_check.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 #include "heed/core/cast.hpp"
@@ -134,6 +135,18 @@ void reduce_over_channels(const S* x, const A* scale, index_t C, index_t plane, 
       group(std::integral_constant<index_t, G>{});
     else
       group(g);
+  }
+  // The vector max drops a NaN that is not in its running value; torch.amax keeps it. A NaN in a
+  // column always reaches its sum, so the columns whose sum is NaN (a NaN, or +inf with -inf:
+  // rare) get their max again by a scalar pass that keeps NaN.
+  for (index_t j = 0; j < plane; ++j) {
+    if (!std::isnan(mean[j])) continue;
+    A top = scaled(0, static_cast<A>(x[j]));
+    for (index_t c = 1; c < C && !std::isnan(top); ++c) {
+      const A v = scaled(c, static_cast<A>(x[c * plane + j]));
+      top = std::isnan(v) ? v : std::max(top, v);
+    }
+    max[j] = top;
   }
   simd::scale(A(1) / A(C), mean, plane);
 }

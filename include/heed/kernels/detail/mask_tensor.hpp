@@ -23,6 +23,14 @@ void hide(T* row, index_t from, index_t to) noexcept {
   if (to > from) simd::fill(row + from, to - from, minus_inf<T>);
 }
 
+// An offset or a window of a mask clamped to ±2^52: past any index a tensor can have (a tensor's
+// bytes fit in index_t), so the mask means the same (INT64_MAX for "unbounded" works), and sums
+// of a few of them and of indices cannot overflow.
+[[nodiscard]] constexpr index_t bounded(index_t x) noexcept {
+  constexpr index_t bound = index_t{1} << 52;
+  return x < -bound ? -bound : (x > bound ? bound : x);
+}
+
 inline std::string scores_text(const Shape<4>& dims) {
   return "[B, H, Lq, Lk] = " + to_string(dims);
 }

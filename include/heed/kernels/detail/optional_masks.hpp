@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "heed/core/scalar.hpp"
 #include "heed/kernels/mask.hpp"
 #include "heed/kernels/sparse_masks.hpp"
 
@@ -36,7 +37,7 @@ struct OptionalMasks {
   std::optional<RowCausal> row_causal;
   std::optional<mask::KeyPadding> padding;
   std::optional<mask::Allowed> allowed;
-  std::optional<mask::Bias<Scalar>> bias;
+  std::optional<mask::Bias<accumulator_t<Scalar>>> bias;  // in the scores' type: -1e9 stays -1e9 for half
   std::optional<mask::Sparse> sparse;  // a union of its own parts; visible iff it and the rest show a key
 
   void check(const Shape<4>& dims) const {

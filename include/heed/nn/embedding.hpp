@@ -1,7 +1,9 @@
 #pragma once
 // Embedding = torch.nn.Embedding: token ids [B, L] → vectors [B, L, dim]. State dict: weight
 // [num_embeddings, dim]. An id outside [0, num_embeddings) is a ShapeError naming it and its
-// position. padding_idx only matters for training (its row is zero at initialization).
+// position. padding_idx only matters for training (its row is zero at initialization); as in
+// PyTorch it lies in [-num_embeddings, num_embeddings), a negative one counting from the end
+// (options() reports it made non-negative), and anything else is a ShapeError.
 
 #include <cstdint>
 #include <optional>
@@ -18,7 +20,7 @@ namespace heed::nn {
 struct EmbeddingOptions {
   index_t num_embeddings = 0;                         ///< rows of the table (the vocabulary)
   index_t embedding_dim = 0;                          ///< the width of each row
-  std::optional<index_t> padding_idx = std::nullopt;  ///< its row starts at zero
+  std::optional<index_t> padding_idx = std::nullopt;  ///< its row starts at zero; negative: counted from the end
   std::uint64_t seed = 0;                             ///< for the N(0, 1) initialization used until load()
 };
 
@@ -32,8 +34,15 @@ class Embedding {
     if (o.num_embeddings < 1 || o.embedding_dim < 1)
       throw ShapeError("heed::nn::Embedding: num_embeddings and embedding_dim must be >= 1, got " +
                        std::to_string(o.num_embeddings) + " and " + std::to_string(o.embedding_dim));
+    if (o.padding_idx) {  // PyTorch: within [-num_embeddings, num_embeddings), a negative one counts from the end
+      const index_t p = *o.padding_idx;
+      if (p < -o.num_embeddings || p >= o.num_embeddings)
+        throw ShapeError("heed::nn::Embedding: padding_idx " + std::to_string(p) + " is outside [-" +
+                         std::to_string(o.num_embeddings) + ", " + std::to_string(o.num_embeddings) + ")");
+      options_.padding_idx = p < 0 ? p + o.num_embeddings : p;
+    }
     weight_ = randn<Scalar, 2>(Shape<2>{o.num_embeddings, o.embedding_dim}, o.seed);  // N(0, 1), as PyTorch
-    if (o.padding_idx) std::fill_n(&weight_(*o.padding_idx, 0), o.embedding_dim, Scalar(0));
+    if (options_.padding_idx) std::fill_n(&weight_(*options_.padding_idx, 0), o.embedding_dim, Scalar(0));
   }
 
   /// The options it was built with.

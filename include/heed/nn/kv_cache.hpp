@@ -93,8 +93,9 @@ class KVCache {
                        (b >= 0 && b < batch() ? " and row " + std::to_string(b) + " holds " +
                                                     std::to_string(this->length(b)) + " positions"
                                               : std::string()));
+    const index_t dropped = (this->length(b) - length) * head_dim();
+    if (dropped == 0) return;  // (nothing to zero, and position `length` may be past the capacity)
     for (index_t h = 0; h < kv_heads(); ++h) {
-      const index_t dropped = (this->length(b) - length) * head_dim();
       std::fill_n(&keys_(b, h, length, 0), dropped, Scalar(0));
       std::fill_n(&values_(b, h, length, 0), dropped, Scalar(0));
     }

@@ -86,6 +86,9 @@ class LayerNorm {
   [[nodiscard]] Tensor<Scalar, rank_of<X>> operator()(const X& x) const {
     constexpr std::size_t R = rank_of<X>;
     const auto v = as_view(x);
+    if (options_.normalized_shape == 0)
+      throw ShapeError("heed::nn::LayerNorm: default-constructed, it normalizes nothing: build it from its options (x " +
+                       to_string(v.shape()) + ")");
     if (v.size(R - 1) != options_.normalized_shape)
       throw ShapeError("heed::nn::LayerNorm: normalizes " + std::to_string(options_.normalized_shape) +
                        " features, got x " + to_string(v.shape()));

@@ -58,8 +58,18 @@ class Linear {
     load_module(*this, source, prefix, load_options);
   }
 
-  /// Sets the parameters directly (e.g. slices of a packed in_proj_weight).
+  /// Sets the parameters directly (e.g. slices of a packed in_proj_weight): weight
+  /// [out_features, in_features], bias [out_features] (empty for a Linear built without one);
+  /// ShapeError naming the shapes otherwise.
   void set(Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias) {
+    const Shape<2> expected{options_.out_features, options_.in_features};
+    if (weight.shape() != expected)
+      throw ShapeError("heed::nn::Linear::set: weight " + to_string(weight.shape()) + ", expected " +
+                       to_string(expected));
+    const index_t bias_size = options_.bias ? options_.out_features : 0;
+    if (bias.size(0) != bias_size)
+      throw ShapeError("heed::nn::Linear::set: bias " + to_string(bias.shape()) + ", expected " +
+                       (options_.bias ? "[" + std::to_string(bias_size) + "]" : std::string("none (bias = false)")));
     weight_ = std::move(weight);
     bias_ = std::move(bias);
     repack();

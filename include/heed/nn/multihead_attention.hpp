@@ -13,8 +13,10 @@
 //
 // With a KV cache (make_cache(), then {.cache = &cache} in each call; nn/kv_cache.hpp), a call
 // projects only its new positions, appends their keys and values to the cache and attends
-// causally over everything cached: query i of batch row b sees the keys up to its own position,
-// length_before(b) + i. A prompt (prefill) and single tokens go through the same call. The
+// causally over everything cached: the queries are the last Lq of the call's Lk new positions
+// (Lq = Lk in self-attention), so query i of batch row b sees the keys up to its own position,
+// length_before(b) + Lk - Lq + i; a query longer than the key is a ShapeError. A prompt
+// (prefill) and single tokens go through the same call. The
 // key_padding_mask then covers every cached key, [B, cache.max_length() + Lk]; attn_mask,
 // attn_bias, add_bias_kv and add_zero_attn do not combine with a cache (ShapeError).
 
@@ -305,7 +307,8 @@ class MultiheadAttention {
           call.attn_mask, true, [](bool hidden) { return !hidden; }, "attn_mask"));
     if (has_float)
       masks.bias.emplace(expand(
-          call.attn_bias, Scalar(0), [](Scalar x) { return x; }, "attn_bias"));
+          call.attn_bias, accumulator_t<Scalar>(0), [](Scalar x) { return static_cast<accumulator_t<Scalar>>(x); },
+          "attn_bias"));
     return masks;
   }
 

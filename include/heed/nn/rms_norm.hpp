@@ -89,6 +89,9 @@ class RMSNorm {
     constexpr std::size_t R = rank_of<X>;
     static_assert(std::is_same_v<scalar_of<X>, Scalar>, "the input's scalar type must be the module's");
     const auto v = as_view(x);
+    if (options_.normalized_shape == 0)
+      throw ShapeError("heed::nn::RMSNorm: default-constructed, it normalizes nothing: build it from its options (x " +
+                       to_string(v.shape()) + ")");
     if (v.size(R - 1) != options_.normalized_shape)
       throw ShapeError("heed::nn::RMSNorm: normalizes " + std::to_string(options_.normalized_shape) +
                        " features, got x " + to_string(v.shape()));

@@ -179,6 +179,11 @@ class AttentionBlock {
                        ", vdim " + std::to_string(options_.vdim) + shapes());
     if (key.size(0) != B || value.size(0) != B || value.size(1) != Lk0)
       throw ShapeError(who_ + ": batch or key lengths differ" + shapes());
+    // With a cache or rotary positions the queries are the last Lq of the new keys' positions:
+    // more queries than new keys would have positions before the call's first (before 0).
+    if ((call.kv_store || call.qk_transform) && Lq > Lk0)
+      throw ShapeError(who_ + ": with a cache or rotary positions the queries are the last of the new keys' " +
+                       "positions, so the query may not be longer than the key" + shapes());
 
     const index_t Lk = Lk0 + extra_keys();
     // rows of `width` values with row stride `ld` → the [B, heads, L, hd] view of them

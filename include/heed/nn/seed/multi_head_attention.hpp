@@ -41,9 +41,11 @@ class MultiHeadAttention : private detail::SeedHeads<Scalar> {
   [[nodiscard]] MultiHeadResult<Scalar> operator()(const Q& query, const K& key, const V& value, const M& keep) const {
     static_assert(std::is_same_v<scalar_of<M>, bool>, "the seed's mask is boolean (1 = keep)");
     const auto m = as_view(keep);
-    Tensor<Scalar, rank_of<M>> bias(m.shape());
+    // in the scores' type (float for bfloat16 and half, where -1e9 would round to -inf)
+    using A = accumulator_t<Scalar>;
+    Tensor<A, rank_of<M>> bias(m.shape());
     const Tensor<bool, rank_of<M>> dense(m);
-    for (index_t i = 0; i < bias.numel(); ++i) bias.data()[i] = dense.data()[i] ? Scalar(0) : Scalar(-1e9);
+    for (index_t i = 0; i < bias.numel(); ++i) bias.data()[i] = dense.data()[i] ? A(0) : A(-1e9);
     heed::detail::OptionalMasks<Scalar> masks;
     masks.bias.emplace(std::move(bias));
     return this->run(as_view(query), as_view(key), as_view(value), masks, MaskedRows::zero);

@@ -80,11 +80,12 @@ class CBAM {
     CBAMResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 2>({B, C}),
                          Tensor<Scalar, 4>({B, 1, H, W})};
     using A = accumulator_t<Scalar>;
-    // scratch: pooled [C], hidden [C], the channel gate [C], mean/max [2, plane], the map
+    // scratch: pooled [C], hidden [hidden], the channel gate [C], mean/max [2, plane], the map
     // [plane], then (16-bit) a row of the small outputs
-    const index_t floats = 3 * C + 3 * plane + detail::rounding_scratch<Scalar>(C, plane);
+    const index_t hidden = channel_.hidden();
+    const index_t floats = 2 * C + hidden + 3 * plane + detail::rounding_scratch<Scalar>(C, plane);
     detail::for_each_sample<A>(B, floats, [&](index_t b, A* scratch) {
-      A* ca = scratch + 2 * C;
+      A* ca = scratch + C + hidden;
       A* mean_max = ca + C;
       A* sa = mean_max + 2 * plane;
       A* row = sa + plane;

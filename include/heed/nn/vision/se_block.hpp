@@ -77,9 +77,11 @@ class SEBlock {
     const index_t B = in.size(0), C = in.size(1), plane = in.size(2) * in.size(3);
     ChannelAttentionResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 2>({B, C})};
     using A = accumulator_t<Scalar>;
-    // scratch: pooled [C], hidden [C], then (16-bit) a row of the channel weights
-    detail::for_each_sample<A>(B, 2 * C + detail::rounding_scratch<Scalar>(C, plane), [&](index_t b, A* scratch) {
-      A* row = scratch + 2 * C;
+    // scratch: pooled [C], hidden [hidden] (wider than C where squeeze_channels says so, as
+    // torchvision allows), then (16-bit) a row of the channel weights
+    const index_t hidden = gate_.hidden();
+    detail::for_each_sample<A>(B, C + hidden + detail::rounding_scratch<Scalar>(C, plane), [&](index_t b, A* scratch) {
+      A* row = scratch + C + hidden;
       const Scalar* xb = in.data() + b * C * plane;
       detail::plane_means(xb, C, plane, scratch, /*last_first=*/true);
       const A* gate =

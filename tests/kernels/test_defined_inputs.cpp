@@ -172,4 +172,47 @@ TEST(DefinedInputs, Conv2dPaddingPastTheIndexRangeAndEmptyPlanesAreShapeErrors) 
   EXPECT_EQ(heed::conv2d(Tensor<float, 4>({0, 2, 5, 5}), w, {}, {.padding = 1}).shape(), (heed::Shape<4>{0, 3, 5, 5}));
 }
 
+TEST(DefinedInputs, EmptyDepthsAndLengthsAsPyTorch) {  // #46, defect 12
+  // head depth 0: every score is 0 (an empty dot product), each output the mean of the visible values
+  const Tensor<float, 4> q0({1, 2, 5, 0}), k0({1, 2, 7, 0});
+  const auto v = heed::randn<float>({1, 2, 7, 3}, 1);
+  const auto mean_of_visible = [&](const Tensor<float, 4>& out, index_t offset) {
+    for (index_t h = 0; h < 2; ++h)
+      for (index_t i = 0; i < 5; ++i)
+        for (index_t c = 0; c < 3; ++c) {
+          const index_t visible = std::min<index_t>(7, i + offset + 1);
+          double mean = 0;
+          for (index_t j = 0; j < visible; ++j) mean += v(0, h, j, c) / static_cast<double>(visible);
+          EXPECT_NEAR(out(0, h, i, c), mean, 1e-6) << h << ", " << i << ", " << c;
+        }
+  };
+  mean_of_visible(heed::scaled_dot_product_attention(q0, k0, v), 7);
+  mean_of_visible(heed::attention(q0, k0, v, heed::Dot{}, heed::mask::Causal{.offset = 2}).output, 2);
+  // additive scores with no hidden unit: 0 too
+  const auto q = heed::randn<float>({1, 2, 5, 4}, 2), k = heed::randn<float>({1, 2, 7, 4}, 3);
+  heed::Additive<float> none{.w_q = Tensor<float, 2>({0, 4}), .w_k = Tensor<float, 2>({0, 4}), .v = Tensor<float, 1>({0})};
+  mean_of_visible(heed::attention(q, k, v, none).output, 7);
+  // values of depth 0: an empty output, and the weights all the same
+  const auto with_weights = heed::attention(q, k, Tensor<float, 4>({1, 2, 7, 0}), heed::ScaledDot{}, heed::mask::None{},
+                                            {.need_weights = true});
+  EXPECT_EQ(with_weights.output.shape(), (heed::Shape<4>{1, 2, 5, 0}));
+  const auto qd = heed::cast<double>(q), kd = heed::cast<double>(k);
+  const auto expected = heed::reference::attention(qd, kd, Tensor<double, 4>({1, 2, 7, 1}),
+                                                   heed::reference::scaled_dot(qd, kd, 0.5), heed::reference::no_mask, false);
+  EXPECT_TRUE(all_close(with_weights.weights, expected.weights, tol));
+  // no keys: every row fully masked, zeros; no queries, no heads: empty outputs
+  EXPECT_TRUE(all_close(heed::attention(q, Tensor<float, 4>({1, 2, 0, 4}), Tensor<float, 4>({1, 2, 0, 3})).output,
+                        Tensor<float, 4>({1, 2, 5, 3}), {0, 0}));
+  EXPECT_EQ(heed::attention(Tensor<float, 4>({1, 2, 0, 4}), k, v, heed::ScaledDot{}, heed::mask::None{},
+                            {.need_weights = true})
+                .weights.shape(),
+            (heed::Shape<4>{1, 2, 0, 7}));
+  EXPECT_EQ(heed::attention(Tensor<float, 4>({1, 0, 5, 4}), Tensor<float, 4>({1, 0, 7, 4}), Tensor<float, 4>({1, 0, 7, 3}))
+                .output.shape(),
+            (heed::Shape<4>{1, 0, 5, 3}));
+  // a default Rotary rotates nothing
+  Tensor<float, 4> x({1, 1, 3, 0});
+  heed::Rotary<float>{}.apply(x.view());
+}
+
 }  // namespace

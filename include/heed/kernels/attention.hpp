@@ -76,6 +76,25 @@ void attention_into(const TensorView<T, 4>& out, const TensorView<T, 4>& weights
            "tensor");
   if (!weights.empty() && detail::may_overlap(out, weights)) fail("the output and the weights overlap");
   if (out.numel() == 0 && weights.empty()) return;
+  // Empty depths, as PyTorch's matmuls of empty matrices: a query and key of depth 0 score 0
+  // (an empty dot product), so each row's output is the mean of its visible values; values of
+  // depth 0 leave only the weights to compute. The driver then runs on depth-1 zeros.
+  constexpr bool dot_score = std::is_same_v<Score, ScaledDot> || std::is_same_v<Score, Dot>;
+  if ((dot_score && q.size(3) == 0) || v.size(3) == 0) {
+    const auto depth_one = [](const TensorView<const T, 4>& x) {
+      return x.size(3) > 0 ? Tensor<T, 4>(x) : Tensor<T, 4>(Shape<4>{x.size(0), x.size(1), x.size(2), 1});
+    };
+    const Tensor<T, 4> q1 = dot_score ? depth_one(q) : Tensor<T, 4>(q), k1 = dot_score ? depth_one(k) : Tensor<T, 4>(k);
+    const Tensor<T, 4> v1 = depth_one(v);
+    Tensor<T, 4> out1(Shape<4>{out.size(0), out.size(1), out.size(2), v1.size(3)});
+    attention_into(out1.view(), weights, q1.view(), k1.view(), v1.view(), score, mask, options);
+    if (v.size(3) > 0)
+      for (index_t b = 0; b < out.size(0); ++b)
+        for (index_t h = 0; h < out.size(1); ++h)
+          for (index_t i = 0; i < out.size(2); ++i)
+            for (index_t j = 0; j < out.size(3); ++j) out(b, h, i, j) = out1(b, h, i, j);
+    return;
+  }
   // The driver writes rows of unit stride; an output or weights view of another inner stride (a
   // transposed or reversed buffer) gets the result through a dense copy.
   const bool strided_out = out.stride(3) != 1 && out.size(3) > 1;

@@ -93,6 +93,7 @@ class Rotary {
   /// apply() without its checks, for the modules that have validated their shapes.
   void rotate(const TensorView<Scalar, 4>& x, std::span<const index_t> start) const {
     const index_t pairs = options_.dim / 2;
+    if (pairs == 0) return;   // nothing rotates (a default-constructed Rotary, or dim 0)
     std::vector<Acc> beyond;  // cos and sin of a position past the table
     for (index_t b = 0; b < x.size(0); ++b)
       for (index_t i = 0; i < x.size(2); ++i) {

@@ -118,10 +118,11 @@ struct Additive {
     const index_t hidden = w.size(0), din = w.size(1);
     const Tensor<Scalar, 2> wd(w);  // dense rows
     Tensor<Acc, 4> out({x.size(0), x.size(1), x.size(2), hidden}, uninitialized);
+    if (out.numel() == 0) return out;  // (no hidden unit: the scores are vᵀ tanh(·) of nothing, 0)
     for (index_t b = 0; b < x.size(0); ++b)
       for (index_t h = 0; h < x.size(1); ++h)
         for (index_t i = 0; i < x.size(2); ++i) {
-          const Scalar* row = &x(b, h, i, 0);
+          const Scalar* row = din > 0 ? &x(b, h, i, 0) : nullptr;  // (an empty row: the dot is 0)
           Acc* o = &out(b, h, i, 0);
           for (index_t u = 0; u < hidden; ++u)
             o[u] = simd::dot_widened(row, wd.data() + u * din, din) + (bias.empty() ? Acc(0) : Acc(bias(u)));

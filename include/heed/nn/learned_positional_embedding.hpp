@@ -52,7 +52,8 @@ class LearnedPositionalEmbedding {
       throw ShapeError("heed::nn::LearnedPositionalEmbedding: x " + to_string(out.shape()) + " needs d_model " +
                        std::to_string(options_.d_model) + " and at most max_len " + std::to_string(options_.max_len) +
                        " positions");
-    for (index_t b = 0; b < out.size(0); ++b) simd::add(weight_.data(), &out(b, 0, 0), out.size(1) * options_.d_model);
+    const index_t n = out.size(1) * options_.d_model;  // (0 for no positions: nothing to add)
+    for (index_t b = 0; b < out.size(0) && n > 0; ++b) simd::add(weight_.data(), out.data() + b * n, n);
     return out;
   }
 

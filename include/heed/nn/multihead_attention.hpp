@@ -222,7 +222,7 @@ class MultiheadAttention {
       const index_t B = r.weights.size(0), H = r.weights.size(1), Lq = r.weights.size(2), Lk = r.weights.size(3);
       using Acc = accumulator_t<Scalar>;  // 16-bit weights are averaged in float, then rounded once
       Tensor<Acc, 4> mean({B, 1, Lq, Lk});
-      for (index_t b = 0; b < B; ++b)
+      for (index_t b = 0; b < B && Lq * Lk > 0; ++b)
         for (index_t h = 0; h < H; ++h) {
           const Scalar* w = &r.weights(b, h, 0, 0);
           Acc* m = &mean(b, 0, 0, 0);

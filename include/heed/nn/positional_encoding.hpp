@@ -58,7 +58,7 @@ class PositionalEncoding {
   void add_to(Tensor<Scalar, 3>& x) const {
     check(x.shape());
     const index_t L = x.size(1), d = x.size(2);
-    for (index_t b = 0; b < x.size(0); ++b) simd::add(pe_.data(), &x(b, 0, 0), L * d);
+    for (index_t b = 0; b < x.size(0) && L > 0; ++b) simd::add(pe_.data(), x.data() + b * L * d, L * d);
   }
 
   /// x [B, L, d_model] plus the table's first L positions; ShapeError for another width or L > max_len.

@@ -182,6 +182,10 @@ class AdditiveScorer {
   void scores(const TileRef& t, T* out, index_t ld) const {
     const index_t hidden = v_.size(0);
     const T* v = v_.data();
+    if (hidden == 0) {  // vᵀ tanh(·) of no hidden unit: 0, as PyTorch's empty matmul
+      for (index_t i = 0; i < t.ni; ++i) std::fill_n(out + i * ld, t.nj, T(0));
+      return;
+    }
     for (index_t i = 0; i < t.ni; ++i) {
       const T* qp = &q_proj_(t.b, t.h, t.i0 + i, 0);
       for (index_t j = 0; j < t.nj; ++j)

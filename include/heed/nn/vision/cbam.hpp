@@ -75,7 +75,7 @@ class CBAM {
   template <TensorLike X>
   [[nodiscard]] CBAMResult<Scalar> forward(const X& x) const {
     Tensor<Scalar, 4> storage;
-    const auto in = detail::dense_input<Scalar>(x, options_.channels, "CBAM", storage);
+    const auto in = detail::dense_input<Scalar>(x, options_.channels, "CBAM", storage, /*convolved=*/true);
     const index_t B = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3), plane = H * W;
     CBAMResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 2>({B, C}),
                          Tensor<Scalar, 4>({B, 1, H, W})};

@@ -59,7 +59,7 @@ class SpatialAttention {
   template <TensorLike X>
   [[nodiscard]] SpatialAttentionResult<Scalar> forward(const X& x) const {
     Tensor<Scalar, 4> storage;
-    const auto in = detail::dense_input<Scalar>(x, 0, "SpatialAttention", storage);
+    const auto in = detail::dense_input<Scalar>(x, 0, "SpatialAttention", storage, /*convolved=*/true);
     const index_t B = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3), plane = H * W;
     SpatialAttentionResult<Scalar> r{Tensor<Scalar, 4>(in.shape(), uninitialized), Tensor<Scalar, 4>({B, 1, H, W})};
     using A = accumulator_t<Scalar>;

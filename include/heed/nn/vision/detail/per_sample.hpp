@@ -24,7 +24,10 @@ namespace heed::detail {
 
 // The validated, contiguous input of a vision module (a copy only when x is strided).
 template <class Scalar, class X>
-TensorView<const Scalar, 4> dense_input(const X& x, index_t channels, const char* who, Tensor<Scalar, 4>& storage) {
+// `convolved`: the module convolves the plane (spatial attention), and PyTorch's conv2d refuses an
+// empty one.
+TensorView<const Scalar, 4> dense_input(const X& x, index_t channels, const char* who, Tensor<Scalar, 4>& storage,
+                                        bool convolved = false) {
   static_assert(rank_of<X> == 4, "vision modules take x [B, C, H, W]");
   static_assert(std::is_same_v<scalar_of<X>, Scalar>, "the input's scalar type must be the module's");
   const auto v = as_view(x);
@@ -33,6 +36,9 @@ TensorView<const Scalar, 4> dense_input(const X& x, index_t channels, const char
                      to_string(v.shape()));
   if (v.size(1) < 1)
     throw ShapeError(std::string("heed::nn::") + who + ": x " + to_string(v.shape()) + " has no channels");
+  if (convolved && (v.size(2) < 1 || v.size(3) < 1))
+    throw ShapeError(std::string("heed::nn::") + who + ": x " + to_string(v.shape()) +
+                     " has an empty plane, which the spatial attention's convolution refuses (as PyTorch's does)");
   return contiguous(v, storage);
 }
 

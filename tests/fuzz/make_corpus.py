@@ -110,3 +110,14 @@ def classifier(vocab, embed, hidden, classes, heads, layers, max_len, with_pe=Tr
 
 write("module", "classifier_1_layer", classifier(5, 4, 6, 3, 2, 1, 8))
 write("module", "classifier_2_layers_computed_pe", classifier(7, 2, 3, 2, 1, 2, 16, with_pe=False))
+
+# --- attention (fuzz_attention.cpp reads the bytes as choices, not as a format): one input per
+# scalar type × mask kind, with the shapes and options bytes from a fixed generator ---
+import random
+
+rng = random.Random(46)
+for scalar in range(4):
+    for mask in range(11):
+        body = bytes([scalar, rng.randrange(256), rng.randrange(256)] + [rng.randrange(256) for _ in range(13)] + [mask]
+                     + [rng.randrange(256) for _ in range(48)])
+        write("attention", "type%d_mask%02d" % (scalar, mask), body)

@@ -148,32 +148,33 @@ struct SlidingWindow {
   /// Key tiles about as wide as the window (a multiple of 32, from 32 to 256), so that few keys
   /// outside it are computed.
   [[nodiscard]] TileShape preferred_tiles() const noexcept {
-    const index_t width = (detail::bounded(left) + detail::bounded(right) + 1 + 31) / 32 * 32;
+    const index_t width = (detail::bounded(left) + detail::bounded(right) + 1 + 31) / 32 * 32;  // (a preference)
     return {48, std::clamp<index_t>(width, 32, 256)};
   }
   /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
-    const index_t off = detail::bounded(offset), before = detail::bounded(left), after = detail::bounded(right);
-    const index_t i_first = t.i0 + off, i_last = t.i0 + t.ni - 1 + off;
+    // query i sees keys i + lo ... i + hi
+    const index_t lo = detail::window_edge(offset, left, false), hi = detail::window_edge(offset, right, true);
+    const index_t i_first = t.i0, i_last = t.i0 + t.ni - 1;
     const index_t j_first = t.j0, j_last = t.j0 + t.nj - 1;
-    if (j_first > i_last + after || j_last < i_first - before) return Tile::blocked;
-    if (j_first >= i_last - before && j_last <= i_first + after) return Tile::open;
+    if (j_first > i_last + hi || j_last < i_first + lo) return Tile::blocked;
+    if (j_first >= i_last + lo && j_last <= i_first + hi) return Tile::open;
     return Tile::partial;
   }
   /// A blocked tile left of the window resumes where the first row's window begins; one right of
   /// it has nothing after it.
   [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
-    const index_t first = t.i0 + detail::bounded(offset) - detail::bounded(left);
+    const index_t first = t.i0 + detail::window_edge(offset, left, false);
     return t.j0 + t.nj <= first ? first : no_visible_key;
   }
   /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
-    const index_t off = detail::bounded(offset), before = detail::bounded(left), after = detail::bounded(right);
+    const index_t first = detail::window_edge(offset, left, false), last = detail::window_edge(offset, right, true);
     for (index_t i = 0; i < t.ni; ++i) {
-      const index_t center = t.i0 + i + off - t.j0;
-      const index_t lo = std::clamp<index_t>(center - before, 0, t.nj);
-      const index_t hi = std::clamp<index_t>(center + after + 1, 0, t.nj);
+      const index_t at = t.i0 + i - t.j0;  // the query's position relative to the tile's first key
+      const index_t lo = std::clamp<index_t>(at + first, 0, t.nj);
+      const index_t hi = std::clamp<index_t>(at + last + 1, 0, t.nj);
       T* row = scores + i * ld;
       detail::hide(row, 0, lo);
       detail::hide(row, std::max(lo, hi), t.nj);

@@ -323,7 +323,16 @@ template <class T>
 }
 template <class T>
 [[nodiscard]] inline batch<T> exp(const batch<T>& x) noexcept {
-  return xsimd::exp(x);
+  if constexpr (std::is_same_v<T, double>) {
+    // xsimd's double exp converts x to int64 lane by lane where the target has no vector
+    // conversion (SSE2, AVX2), which is undefined for ±inf (UBSan; found by
+    // tests/fuzz/fuzz_attention.cpp on a masked score). Clamped to ±800, past where exp rounds
+    // to 0 and overflows to inf, the results are the same; a NaN passes the clamp.
+    const batch<T> lo(T(-800)), hi(T(800));
+    return xsimd::exp(xsimd::select(x < lo, lo, xsimd::select(x > hi, hi, x)));
+  } else {
+    return xsimd::exp(x);
+  }
 }
 template <class T>
 [[nodiscard]] inline batch<T> tanh(const batch<T>& x) noexcept {

@@ -31,6 +31,16 @@ void hide(T* row, index_t from, index_t to) noexcept {
   return x < -bound ? -bound : (x > bound ? bound : x);
 }
 
+// offset - reach (before) or offset + reach (after) for a reach >= 0, exact where the result is
+// within ±2^52 and saturated there otherwise (a window's edges relative to its query): unlike
+// bounded(offset) - bounded(reach), which makes INT64_MAX - INT64_MAX of a window centred far to
+// the right with an unbounded reach 0 instead of "every key".
+[[nodiscard]] constexpr index_t window_edge(index_t offset, index_t reach, bool after) noexcept {
+  constexpr index_t max = std::numeric_limits<index_t>::max(), min = std::numeric_limits<index_t>::min();
+  if (after) return offset > max - reach ? bounded(max) : bounded(offset + reach);
+  return offset < min + reach ? bounded(min) : bounded(offset - reach);
+}
+
 inline std::string scores_text(const Shape<4>& dims) {
   return "[B, H, Lq, Lk] = " + to_string(dims);
 }

@@ -121,3 +121,9 @@ for scalar in range(4):
         body = bytes([scalar, rng.randrange(256), rng.randrange(256)] + [rng.randrange(256) for _ in range(13)] + [mask]
                      + [rng.randrange(256) for _ in range(48)])
         write("attention", "type%d_mask%02d" % (scalar, mask), body)
+
+# --- modules (fuzz_modules.cpp, choices too): one input per module kind ---
+for kind in range(7):
+    for variant in range(4):
+        body = bytes([kind] + [rng.randrange(2, 256) for _ in range(80)])
+        write("modules", "kind%d_%d" % (kind, variant), body)

@@ -47,7 +47,7 @@ class Rotary {
 
   Rotary() = default;
   /// ShapeError when dim is odd, negative or larger than head_dim, base is not > 0, or
-  /// max_positions is negative.
+  /// max_positions is negative or would make a table of more than 2^32 values.
   Rotary(index_t head_dim, const RotaryOptions& o) : options_(o), head_dim_(head_dim) {
     if (options_.dim == 0) options_.dim = head_dim;
     if (head_dim < 1 || options_.dim < 0 || options_.dim % 2 != 0 || options_.dim > head_dim)
@@ -57,6 +57,11 @@ class Rotary {
       throw ShapeError("heed::Rotary: base must be > 0 and max_positions >= 0, got " + std::to_string(o.base) +
                        " and " + std::to_string(o.max_positions));
     const index_t pairs = options_.dim / 2;
+    constexpr index_t max_table = index_t{1} << 32;  // cos and sin values each (16 GiB in float)
+    if (pairs > 0 && options_.max_positions > max_table / pairs)
+      throw ShapeError("heed::Rotary: max_positions " + std::to_string(o.max_positions) + " × " + std::to_string(pairs) +
+                       " pairs is more than the 2^32 cos/sin values the table may hold (positions past it are computed "
+                       "on the fly: a smaller max_positions is enough)");
     inv_freq_.resize(static_cast<std::size_t>(pairs));
     for (index_t k = 0; k < pairs; ++k)
       inv_freq_[static_cast<std::size_t>(k)] =

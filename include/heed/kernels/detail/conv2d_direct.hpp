@@ -90,7 +90,10 @@ void conv2d_direct(const TensorView<const T, 4>& x, const TensorView<const T, 4>
           const T weight = w(co, ci, ky, kx);
           // output columns whose input column ox·stride + kx - pad lies inside [0, W)
           const index_t ox_lo = std::max<index_t>(0, (pad - kx + stride - 1) / stride);
-          const index_t ox_hi = std::min<index_t>(Wo, (W - 1 + pad - kx) / stride + 1);
+          // (floor division: a kernel column right of every input column reads none, where C++'s
+          // division would round its negative reach up to column 0; found by tests/fuzz/fuzz_modules)
+          const index_t reach = W - 1 + pad - kx;
+          const index_t ox_hi = reach < 0 ? 0 : std::min<index_t>(Wo, reach / stride + 1);
           if (ox_hi <= ox_lo) continue;
           for (index_t oy = 0; oy < Ho; ++oy) {
             const index_t iy = oy * stride + ky - pad;

@@ -195,9 +195,10 @@ class AttentionBlock {
     if (extra_keys() == 0 && !qkv_proj_.weight().empty() && same(query, key) && same(query, value)) {
       qkv = qkv_proj_(query);  // [B, L, E + 2·kv], then strided views
       const index_t ld = E + 2 * kv;
-      qh = as_heads(qkv.data(), H, Lq, ld);
-      kh = as_heads(qkv.data() + E, Hkv, Lq, ld);
-      vh = as_heads(qkv.data() + E + kv, Hkv, Lq, ld);
+      Scalar* rows = qkv.data();  // null without rows (B or L is 0): no offset into it then
+      qh = as_heads(rows, H, Lq, ld);
+      kh = as_heads(rows ? rows + E : rows, Hkv, Lq, ld);
+      vh = as_heads(rows ? rows + E + kv : rows, Hkv, Lq, ld);
     } else {
       q = q_proj(query);
       k = Tensor<Scalar, 3>({B, Lk, kv});
@@ -263,9 +264,11 @@ class AttentionBlock {
     Tensor<Scalar, 3> storage;
     const auto dense = contiguous(x, storage);
     for (index_t b = 0; b < B; ++b) {
-      proj.rows(TensorView<const Scalar, 2>(dense.data() + b * L0 * x.size(2), {L0, x.size(2)}),
-                TensorView<Scalar, 2>(&out(b, 0, 0), {L0, width}));
-      if (options_.add_bias_kv) std::copy_n(bias_kv.data(), width, &out(b, L0, 0));
+      Scalar* rows = out.data() + b * out.size(1) * width;  // (null + 0 when out is empty)
+      if (L0 > 0 && width > 0)
+        proj.rows(TensorView<const Scalar, 2>(dense.data() + b * L0 * x.size(2), {L0, x.size(2)}),
+                  TensorView<Scalar, 2>(rows, {L0, width}));
+      if (options_.add_bias_kv) std::copy_n(bias_kv.data(), width, rows + L0 * width);
     }
   }
 

@@ -251,7 +251,9 @@ void attend(Bytes& in, const Score& score, const heed::reference::ScoreFn* addit
                         : d == 0     ? heed::reference::ScoreFn([](index_t, index_t, index_t, index_t) { return 0.0; })
                                      : heed::reference::scaled_dot(qd, kd, std::is_same_v<Score, heed::Dot> ? 1.0 : scale);
   const Tensor<double, 4> v_ref = dv > 0 ? vd : Tensor<double, 4>(heed::Shape<4>{B, k.size(1), Lk, 1});
-  const auto ref = heed::reference::attention(qd, kd, v_ref, score_fn, chosen.add, o.masked_rows == heed::MaskedRows::nan);
+  // (no keys at all: zeros in either mode, as PyTorch's softmax(empty) · v)
+  const bool nan_rows = o.masked_rows == heed::MaskedRows::nan && Lk > 0;
+  const auto ref = heed::reference::attention(qd, kd, v_ref, score_fn, chosen.add, nan_rows);
   const double tol = tolerance<T>();
   const auto compare = [&](const char* what, const auto& got, const Tensor<double, 4>& want) {
     index_t flat = 0;

@@ -200,9 +200,16 @@ TEST(DefinedInputs, EmptyDepthsAndLengthsAsPyTorch) {  // #46, defect 12
   const auto expected = heed::reference::attention(qd, kd, Tensor<double, 4>({1, 2, 7, 1}),
                                                    heed::reference::scaled_dot(qd, kd, 0.5), heed::reference::no_mask, false);
   EXPECT_TRUE(all_close(with_weights.weights, expected.weights, tol));
-  // no keys: every row fully masked, zeros; no queries, no heads: empty outputs
-  EXPECT_TRUE(all_close(heed::attention(q, Tensor<float, 4>({1, 2, 0, 4}), Tensor<float, 4>({1, 2, 0, 3})).output,
-                        Tensor<float, 4>({1, 2, 5, 3}), {0, 0}));
+  // no keys: zeros, in either masked-rows mode (PyTorch's softmax(empty) · v); no queries, no heads: empty outputs
+  for (const auto rows : {heed::MaskedRows::zero, heed::MaskedRows::nan})
+    EXPECT_TRUE(all_close(heed::attention(q, Tensor<float, 4>({1, 2, 0, 4}), Tensor<float, 4>({1, 2, 0, 3}),
+                                          heed::ScaledDot{}, heed::mask::None{}, {.masked_rows = rows})
+                              .output,
+                          Tensor<float, 4>({1, 2, 5, 3}), {0, 0}));
+  // PyTorch refuses the empty reductions of AdaptiveAvgPool2d(1) and amax
+  EXPECT_THROW((void)heed::global_avg_pool(Tensor<float, 4>({1, 2, 0, 3})), heed::ShapeError);
+  EXPECT_THROW((void)heed::channel_mean_max(Tensor<float, 4>({1, 0, 2, 3})), heed::ShapeError);
+  EXPECT_EQ(heed::global_avg_pool(Tensor<float, 4>({0, 2, 3, 3})).shape(), (heed::Shape<2>{0, 2}));
   EXPECT_EQ(heed::attention(Tensor<float, 4>({1, 2, 0, 4}), k, v, heed::ScaledDot{}, heed::mask::None{},
                             {.need_weights = true})
                 .weights.shape(),

@@ -76,6 +76,13 @@ void attention_into(const TensorView<T, 4>& out, const TensorView<T, 4>& weights
            "tensor");
   if (!weights.empty() && detail::may_overlap(out, weights)) fail("the output and the weights overlap");
   if (out.numel() == 0 && weights.empty()) return;
+  if (k.size(2) == 0) {  // no keys: PyTorch's softmax(empty) · v is 0 whatever masked_rows says
+    for (index_t b = 0; b < out.size(0); ++b)
+      for (index_t h = 0; h < out.size(1); ++h)
+        for (index_t i = 0; i < out.size(2); ++i)
+          for (index_t j = 0; j < out.size(3); ++j) out(b, h, i, j) = T(0);
+    return;
+  }
   // Empty depths, as PyTorch's matmuls of empty matrices: a query and key of depth 0 score 0
   // (an empty dot product), so each row's output is the mean of its visible values; values of
   // depth 0 leave only the weights to compute. The driver then runs on depth-1 zeros.

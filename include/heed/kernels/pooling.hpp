@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
+#include "heed/core/error.hpp"
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 
@@ -13,7 +15,8 @@
 
 namespace heed {
 
-/// AdaptiveAvgPool2d(1), flattened: x [B, C, H, W] → [B, C], the mean of each plane.
+/// AdaptiveAvgPool2d(1), flattened: x [B, C, H, W] → [B, C], the mean of each plane; ShapeError
+/// for an empty plane, which PyTorch refuses too.
 template <TensorLike X>
 [[nodiscard]] Tensor<scalar_of<X>, 2> global_avg_pool(const X& x) {
   using T = scalar_of<X>;
@@ -22,12 +25,15 @@ template <TensorLike X>
   Tensor<T, 4> storage;
   const TensorView<const T, 4> dense = contiguous(as_view(x), storage);
   const index_t B = dense.size(0), C = dense.size(1), plane = dense.size(2) * dense.size(3);
+  if (plane == 0) throw ShapeError("heed::global_avg_pool: x " + to_string(dense.shape()) + " has empty planes");
   Tensor<T, 2> out({B, C}, uninitialized);
   detail::plane_means(dense.data(), B * C, plane, out.data());
   return out;
 }
 
-/// torch.cat([x.mean(1, keepdim=True), x.amax(1, keepdim=True)], 1): x [B, C, H, W] → [B, 2, H, W].
+/// torch.cat([x.mean(1, keepdim=True), x.amax(1, keepdim=True)], 1): x [B, C, H, W] → [B, 2, H, W];
+/// a NaN in a channel is NaN in the max, as torch.amax keeps it. ShapeError for C = 0 (torch.amax
+/// refuses an empty reduction).
 template <TensorLike X>
 [[nodiscard]] Tensor<scalar_of<X>, 4> channel_mean_max(const X& x) {
   using T = scalar_of<X>;
@@ -36,8 +42,8 @@ template <TensorLike X>
   Tensor<T, 4> storage;
   const TensorView<const T, 4> dense = contiguous(as_view(x), storage);
   const index_t B = dense.size(0), C = dense.size(1), plane = dense.size(2) * dense.size(3);
+  if (C == 0) throw ShapeError("heed::channel_mean_max: x " + to_string(dense.shape()) + " has no channels");
   Tensor<T, 4> out({B, 2, dense.size(2), dense.size(3)});
-  if (C == 0) return out;
   for (index_t b = 0; b < B; ++b)
     detail::mean_max_over_channels(dense.data() + b * C * plane, C, plane, out.data() + 2 * b * plane,
                                    out.data() + (2 * b + 1) * plane);

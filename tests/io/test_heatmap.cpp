@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "heed/core/random.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/io/heatmap.hpp"
 #include "heed/io/png.hpp"
@@ -150,6 +152,19 @@ TEST(Heatmap, LabelsMustMatchTheWeights) {
   EXPECT_THROW(heed::io::write_heatmap_svg("/nonexistent-dir/x.svg", w), heed::IoError);
   const heed::Tensor<float, 2> vision_map({8, 8});  // a rank-2 map is one panel
   EXPECT_NE(heed::io::heatmap_svg(vision_map).find(">Head 1</text>"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(DefinedInputs, AHeatmapTooLargeForItsLayoutIsAShapeError) {  // #46, defect 15
+  const auto w = heed::randn<float>({2, 3, 4}, 1);
+  EXPECT_THROW((void)heed::io::heatmap_svg(w, {.cell = std::numeric_limits<int>::max()}), heed::ShapeError);
+  EXPECT_THROW((void)heed::io::heatmap_image(w, {.cell = 1 << 23}), heed::ShapeError);
+  EXPECT_THROW((void)heed::io::heatmap_svg(w, {.title = std::string(5000, 'x')}), heed::ShapeError);
+  const auto image = heed::io::heatmap_image(w, {.cell = 3});  // a sane one still draws
+  EXPECT_GT(image.width, 2 * 4 * 3);
 }
 
 }  // namespace

@@ -21,17 +21,5 @@ set(CMAKE_CXX_FLAGS_INIT "-march=${HEED_AARCH64_MARCH}")
 # -L: where qemu finds the target's dynamic loader and libraries (libstdc++, libgomp).
 set(CMAKE_CROSSCOMPILING_EMULATOR ${HEED_AARCH64_QEMU} -L /usr/aarch64-linux-gnu)
 
-# Libraries come from the target's sysroot; headers and CMake packages also from the host,
-# for Eigen's and xsimd's architecture-independent configs.
-set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)
-set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
-set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
-set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
-set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
-# Debian installs xsimd's (header-only) CMake config under the host's multiarch directory, which
-# a search for the target does not visit.
-foreach(_dir /usr/lib/x86_64-linux-gnu/cmake/xsimd /usr/lib/cmake/xsimd /usr/share/cmake/xsimd)
-  if(EXISTS ${_dir}/xsimdConfig.cmake AND NOT xsimd_DIR)
-    set(xsimd_DIR ${_dir} CACHE PATH "xsimd's CMake config (headers only: the host's serves the target)")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/heedCrossSysroot.cmake)
+heed_cross_sysroot(/usr/aarch64-linux-gnu)

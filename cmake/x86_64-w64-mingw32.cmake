@@ -24,16 +24,8 @@ set(CMAKE_RC_COMPILER x86_64-w64-mingw32-windres)
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
 set(CMAKE_CROSSCOMPILING_EMULATOR /bin/sh ${CMAKE_CURRENT_LIST_DIR}/wine-run.sh ${HEED_WINE64})
 
-set(CMAKE_FIND_ROOT_PATH /usr/x86_64-w64-mingw32)
-set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
-set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
-set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
-set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
-foreach(_dir /usr/lib/x86_64-linux-gnu/cmake/xsimd /usr/lib/cmake/xsimd /usr/share/cmake/xsimd)
-  if(EXISTS ${_dir}/xsimdConfig.cmake AND NOT xsimd_DIR)
-    set(xsimd_DIR ${_dir} CACHE PATH "xsimd's CMake config (headers only: the host's serves the target)")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/heedCrossSysroot.cmake)
+heed_cross_sysroot(/usr/x86_64-w64-mingw32)
 # heedXsimdWorkaround.cmake points the xsimd target here when its include directory is a
 # system-wide one: a folder that holds xsimd alone.
 set(HEED_XSIMD_ONLY_INCLUDE_DIR ${CMAKE_BINARY_DIR}/xsimd-only-include)

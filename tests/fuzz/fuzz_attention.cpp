@@ -26,27 +26,7 @@ using heed::index_t;
 using heed::Tensor;
 __extension__ typedef __int128 wide;  // the reference's index arithmetic: no overflow for any offset
 
-// Reads the input a few bits at a time; past its end every read is 0.
-class Bytes {
- public:
-  Bytes(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-  unsigned byte() { return pos_ < size_ ? data_[pos_++] : 0u; }
-  index_t below(index_t n) { return n <= 1 ? 0 : static_cast<index_t>((byte() | (byte() << 8)) % static_cast<unsigned>(n)); }
-  bool flag() { return (byte() & 1u) != 0; }
-  // an offset or window: small values mostly, the extremes a caller may pass on purpose sometimes
-  index_t extreme(index_t small) {
-    constexpr index_t max = std::numeric_limits<index_t>::max(), min = std::numeric_limits<index_t>::min();
-    static constexpr index_t far[] = {max, min, max - 1, min + 1, index_t{1} << 62, -(index_t{1} << 62),
-                                      index_t{1} << 52, -(index_t{1} << 52), max / 2};
-    const unsigned kind = byte() % 8;
-    if (kind == 0) return far[byte() % (sizeof far / sizeof far[0])];
-    return below(2 * small + 1) - small;
-  }
-
- private:
-  const std::uint8_t* data_;
-  std::size_t size_, pos_ = 0;
-};
+using heed::fuzz::Bytes;
 
 [[noreturn]] void finding(const char* what, double got, double want, index_t at) {
   std::fprintf(stderr, "fuzz_attention: %s at flat index %lld: heed %.9g, reference %.9g\n", what,

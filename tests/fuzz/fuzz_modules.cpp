@@ -24,26 +24,7 @@ namespace {
 using heed::index_t;
 using heed::Tensor;
 
-class Bytes {
- public:
-  Bytes(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-  unsigned byte() { return pos_ < size_ ? data_[pos_++] : 0u; }
-  index_t below(index_t n) { return n <= 1 ? 0 : static_cast<index_t>((byte() | (byte() << 8)) % static_cast<unsigned>(n)); }
-  bool flag() { return (byte() & 1u) != 0; }
-  // a size: mostly small, sometimes 0, negative or huge
-  index_t size(index_t small) {
-    switch (byte() % 16) {
-      case 0: return 0;
-      case 1: return -1 - below(3);
-      case 2: return std::numeric_limits<index_t>::max() / (1 + below(2));  // its bytes overflow: a ShapeError
-      default: return below(small + 1);
-    }
-  }
-
- private:
-  const std::uint8_t* data_;
-  std::size_t size_, pos_ = 0;
-};
+using heed::fuzz::Bytes;
 
 [[noreturn]] void finding(const char* what, double got, double want) {
   std::fprintf(stderr, "fuzz_modules: %s: heed %.9g, expected %.9g\n", what, got, want);

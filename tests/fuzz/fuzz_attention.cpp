@@ -40,8 +40,7 @@ using heed::fuzz::Bytes;
 // preference are the library's own.
 using Masks = std::variant<heed::mask::None, heed::mask::Causal, heed::mask::SlidingWindow, heed::mask::KeyPadding,
                            heed::mask::Allowed, heed::mask::Bias<float>, heed::mask::ALiBi, heed::mask::BlockSparse,
-                           heed::mask::GlobalTokens,
-                           heed::mask::AllOf<heed::mask::Causal, heed::mask::KeyPadding>,
+                           heed::mask::GlobalTokens, heed::mask::AllOf<heed::mask::Causal, heed::mask::KeyPadding>,
                            heed::mask::AnyOf<heed::mask::SlidingWindow, heed::mask::GlobalTokens>>;
 struct FuzzMask {
   Masks m;
@@ -73,7 +72,9 @@ struct Chosen {
   std::string text = "";   // the mask's numbers, for HEED_FUZZ_VERBOSE
 };
 
-bool causal_visible(index_t i, index_t j, index_t offset) { return wide{j} <= wide{i} + offset; }
+bool causal_visible(index_t i, index_t j, index_t offset) {
+  return wide{j} <= wide{i} + offset;
+}
 bool window_visible(index_t i, index_t j, const heed::mask::SlidingWindow& w) {
   const wide c = wide{i} + w.offset;
   return c - w.left <= j && j <= c + w.right;
@@ -89,20 +90,25 @@ Chosen choose_mask(Bytes& in, index_t B, index_t H, index_t Lq, index_t Lk) {
   switch (in.byte() % 11) {
     case 1: {
       const heed::mask::Causal c{in.extreme(Lk + 2)};
-      return {{c}, [c](index_t, index_t, index_t i, index_t j) { return causal_visible(i, j, c.offset) ? 0.0 : hid; },
-              true, "causal " + std::to_string(c.offset)};
+      return {{c},
+              [c](index_t, index_t, index_t i, index_t j) { return causal_visible(i, j, c.offset) ? 0.0 : hid; },
+              true,
+              "causal " + std::to_string(c.offset)};
     }
     case 2: {
       const heed::mask::SlidingWindow w{in.extreme(Lk), in.extreme(Lk), in.extreme(Lk)};
-      return {{w}, [w](index_t, index_t, index_t i, index_t j) { return window_visible(i, j, w) ? 0.0 : hid; }, true,
+      return {{w},
+              [w](index_t, index_t, index_t i, index_t j) { return window_visible(i, j, w) ? 0.0 : hid; },
+              true,
               "window " + std::to_string(w.left) + " " + std::to_string(w.right) + " " + std::to_string(w.offset)};
     }
     case 3: {
       const auto f = bits(B * Lk);
       Tensor<bool, 2> pad({B, Lk});
       for (index_t x = 0; x < B * Lk; ++x) pad.data()[x] = !(*f)[static_cast<std::size_t>(x)];
-      return {{heed::mask::KeyPadding{std::move(pad)}},
-              [f, Lk](index_t b, index_t, index_t, index_t j) { return (*f)[static_cast<std::size_t>(b * Lk + j)] ? 0.0 : hid; }};
+      return {{heed::mask::KeyPadding{std::move(pad)}}, [f, Lk](index_t b, index_t, index_t, index_t j) {
+                return (*f)[static_cast<std::size_t>(b * Lk + j)] ? 0.0 : hid;
+              }};
     }
     case 4: {  // broadcast over batch and heads, or not
       const bool per_b = in.flag(), per_h = in.flag();
@@ -111,8 +117,9 @@ Chosen choose_mask(Bytes& in, index_t B, index_t H, index_t Lq, index_t Lk) {
       Tensor<bool, 4> allowed({nb, nh, Lq, Lk});
       for (index_t x = 0; x < allowed.numel(); ++x) allowed.data()[x] = (*f)[static_cast<std::size_t>(x)];
       return {{heed::mask::Allowed{std::move(allowed)}}, [=](index_t b, index_t h, index_t i, index_t j) {
-                return (*f)[static_cast<std::size_t>((((per_b ? b : 0) * nh + (per_h ? h : 0)) * Lq + i) * Lk + j)] ? 0.0
-                                                                                                                : hid;
+                return (*f)[static_cast<std::size_t>((((per_b ? b : 0) * nh + (per_h ? h : 0)) * Lq + i) * Lk + j)]
+                           ? 0.0
+                           : hid;
               }};
     }
     case 5: {
@@ -135,7 +142,8 @@ Chosen choose_mask(Bytes& in, index_t B, index_t H, index_t Lq, index_t Lk) {
     }
     case 7: {
       const index_t block = in.flag() ? 1 + in.below(70) : in.extreme(70);
-      const index_t bq = block <= 0 ? 1 : (Lq == 0 ? 0 : (Lq - 1) / block + 1), bk = block <= 0 ? 1 : (Lk == 0 ? 0 : (Lk - 1) / block + 1);
+      const index_t bq = block <= 0 ? 1 : (Lq == 0 ? 0 : (Lq - 1) / block + 1),
+                    bk = block <= 0 ? 1 : (Lk == 0 ? 0 : (Lk - 1) / block + 1);
       const auto f = bits(bq * bk);
       Tensor<bool, 2> layout({bq, bk});
       for (index_t x = 0; x < layout.numel(); ++x) layout.data()[x] = (*f)[static_cast<std::size_t>(x)];
@@ -151,14 +159,16 @@ Chosen choose_mask(Bytes& in, index_t B, index_t H, index_t Lq, index_t Lk) {
       Tensor<bool, 1> tokens({L});
       for (index_t x = 0; x < L; ++x) tokens(x) = (*g)[static_cast<std::size_t>(x)];
       const auto global = [g](index_t i, index_t j) {
-        return (*g)[static_cast<std::size_t>(j)] || (i < static_cast<index_t>(g->size()) && (*g)[static_cast<std::size_t>(i)]);
+        return (*g)[static_cast<std::size_t>(j)] ||
+               (i < static_cast<index_t>(g->size()) && (*g)[static_cast<std::size_t>(i)]);
       };
       if (in.byte() % 2 == 0) {
         return {{heed::mask::GlobalTokens{tokens}},
                 [global](index_t, index_t, index_t i, index_t j) { return global(i, j) ? 0.0 : hid; }};
       }
       const heed::mask::SlidingWindow w{in.below(9), in.below(9), 0};
-      return {{heed::mask::any(w, heed::mask::GlobalTokens{tokens})}, [global, w](index_t, index_t, index_t i, index_t j) {
+      return {{heed::mask::any(w, heed::mask::GlobalTokens{tokens})},
+              [global, w](index_t, index_t, index_t i, index_t j) {
                 return global(i, j) || window_visible(i, j, w) ? 0.0 : hid;
               }};
     }
@@ -197,7 +207,8 @@ void attend(Bytes& in, const Score& score, const heed::reference::ScoreFn* addit
             const Tensor<T, 4>& q, const Tensor<T, 4>& k, const Tensor<T, 4>& v, index_t H) {
   const index_t B = q.size(0), Lq = q.size(2), Lk = k.size(2), dv = v.size(3);
   Chosen chosen = choose_mask(in, B, H, Lq, Lk);
-  static constexpr index_t blocks_q[] = {0, 0, 1, 2, 5, 16, 24, 96, index_t{1} << 40, std::numeric_limits<index_t>::max()};
+  static constexpr index_t blocks_q[] = {
+      0, 0, 1, 2, 5, 16, 24, 96, index_t{1} << 40, std::numeric_limits<index_t>::max()};
   static constexpr index_t blocks_k[] = {0, 0, 1, 2, 3, 8, 64, 256, 1000, std::numeric_limits<index_t>::max()};
   static constexpr int threads[] = {0, 1, 2, 3, 1 << 30};
   heed::AttentionOptions o;
@@ -216,7 +227,8 @@ void attend(Bytes& in, const Score& score, const heed::reference::ScoreFn* addit
     weights = transposed_weights ? weights_buffer.view().transpose(2, 3) : weights_buffer.view();
   }
   if (std::getenv("HEED_FUZZ_VERBOSE"))  // what a finding ran: the call's shapes, mask and options
-    std::fprintf(stderr, "q [%lld, %lld, %lld, %lld], k/v heads %lld, Lk %lld, dv %lld, mask %zu (%s), weights %d%s, "
+    std::fprintf(stderr,
+                 "q [%lld, %lld, %lld, %lld], k/v heads %lld, Lk %lld, dv %lld, mask %zu (%s), weights %d%s, "
                  "masked_rows %d, threads %d, block_q %lld, block_k %lld\n",
                  static_cast<long long>(B), static_cast<long long>(H), static_cast<long long>(Lq),
                  static_cast<long long>(q.size(3)), static_cast<long long>(k.size(1)), static_cast<long long>(Lk),
@@ -229,7 +241,7 @@ void attend(Bytes& in, const Score& score, const heed::reference::ScoreFn* addit
   const double scale = d > 0 ? 1 / std::sqrt(static_cast<double>(d)) : 1.0;
   const auto score_fn = additive_ref ? *additive_ref
                         : d == 0     ? heed::reference::ScoreFn([](index_t, index_t, index_t, index_t) { return 0.0; })
-                                     : heed::reference::scaled_dot(qd, kd, std::is_same_v<Score, heed::Dot> ? 1.0 : scale);
+                                 : heed::reference::scaled_dot(qd, kd, std::is_same_v<Score, heed::Dot> ? 1.0 : scale);
   const Tensor<double, 4> v_ref = dv > 0 ? vd : Tensor<double, 4>(heed::Shape<4>{B, k.size(1), Lk, 1});
   // (no keys at all: zeros in either mode, as PyTorch's softmax(empty) · v)
   const bool nan_rows = o.masked_rows == heed::MaskedRows::nan && Lk > 0;
@@ -297,10 +309,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Bytes in(data, size);
   return heed::fuzz::run([&] {
     switch (in.byte() % 4) {
-      case 0: return run_typed<double>(in);
-      case 1: return run_typed<heed::bfloat16>(in);
-      case 2: return run_typed<heed::half>(in);
-      default: return run_typed<float>(in);
+      case 0:
+        return run_typed<double>(in);
+      case 1:
+        return run_typed<heed::bfloat16>(in);
+      case 2:
+        return run_typed<heed::half>(in);
+      default:
+        return run_typed<float>(in);
     }
   });
 }

@@ -64,8 +64,8 @@ void linear(Bytes& in) {
   heed::nn::Linear<float> l({.in_features = fin, .out_features = fout, .bias = bias, .seed = in.byte()});
   const auto x = heed::randn<float>({n, fin}, in.byte());
   const auto y = l(x);
-  const auto want = heed::reference::linear(heed::cast<double>(x), heed::cast<double>(l.weight()),
-                                            heed::cast<double>(l.bias()));
+  const auto want =
+      heed::reference::linear(heed::cast<double>(x), heed::cast<double>(l.weight()), heed::cast<double>(l.bias()));
   expect_shape("Linear's output", y.shape(), heed::Shape<2>{n, fout});
   for (index_t i = 0; i < y.numel(); ++i) expect_close("Linear", y.data()[i], want.data()[i], 1e-5);
 }
@@ -101,9 +101,14 @@ void embedding(Bytes& in) {
 
 void multihead(Bytes& in) {
   const index_t H = in.size(4), E = H > 0 && H < 16 ? H * (1 + in.below(4)) : in.size(8);
-  const heed::nn::MultiheadAttentionOptions o{.embed_dim = E, .num_heads = H, .bias = in.flag(), .add_bias_kv = in.flag(),
-                                              .add_zero_attn = in.flag(), .kdim = in.flag() ? in.size(6) : 0,
-                                              .vdim = in.flag() ? in.size(6) : 0, .seed = in.byte()};
+  const heed::nn::MultiheadAttentionOptions o{.embed_dim = E,
+                                              .num_heads = H,
+                                              .bias = in.flag(),
+                                              .add_bias_kv = in.flag(),
+                                              .add_zero_attn = in.flag(),
+                                              .kdim = in.flag() ? in.size(6) : 0,
+                                              .vdim = in.flag() ? in.size(6) : 0,
+                                              .seed = in.byte()};
   heed::nn::MultiheadAttention<float> mha(o);
   const index_t B = in.below(3), Lq = in.size(12), Lk = in.flag() ? Lq : in.size(12);
   const index_t kdim = o.kdim > 0 ? o.kdim : E, vdim = o.vdim > 0 ? o.vdim : E;
@@ -128,8 +133,8 @@ void multihead(Bytes& in) {
 
 void encoder(Bytes& in) {
   const index_t H = in.size(4), d = H > 0 && H < 16 ? H * (1 + in.below(4)) : in.size(8);
-  heed::nn::TransformerEncoderLayer<float> layer({.d_model = d, .nhead = H, .dim_feedforward = in.size(24),
-                                                  .norm_first = in.flag(), .seed = in.byte()});
+  heed::nn::TransformerEncoderLayer<float> layer(
+      {.d_model = d, .nhead = H, .dim_feedforward = in.size(24), .norm_first = in.flag(), .seed = in.byte()});
   const index_t B = in.below(3), L = in.size(12);
   const auto x = heed::randn<float>({B, L, d}, in.byte());
   Tensor<bool, 2> pad({B, L});
@@ -147,7 +152,8 @@ void vision(Bytes& in) {
   const auto x = heed::randn<float>({B, C, Hh, W}, in.byte());
   switch (in.byte() % 4) {
     case 0: {
-      heed::nn::SEBlock<float> se({.channels = C, .reduction = in.size(8), .squeeze_channels = in.flag() ? in.size(40) : 0});
+      heed::nn::SEBlock<float> se(
+          {.channels = C, .reduction = in.size(8), .squeeze_channels = in.flag() ? in.size(40) : 0});
       const auto r = se.forward(x);
       expect_shape("SEBlock's output", r.output.shape(), x.shape());
       expect_finite("SEBlock", r.output);
@@ -193,13 +199,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Bytes in(data, size);
   return heed::fuzz::run([&] {
     switch (in.byte() % 7) {
-      case 0: return linear(in);
-      case 1: return norms(in);
-      case 2: return embedding(in);
-      case 3: return multihead(in);
-      case 4: return encoder(in);
-      case 5: return vision(in);
-      default: return cache_and_positions(in);
+      case 0:
+        return linear(in);
+      case 1:
+        return norms(in);
+      case 2:
+        return embedding(in);
+      case 3:
+        return multihead(in);
+      case 4:
+        return encoder(in);
+      case 5:
+        return vision(in);
+      default:
+        return cache_and_positions(in);
     }
   });
 }

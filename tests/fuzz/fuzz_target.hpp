@@ -38,19 +38,31 @@ class Bytes {
   /// An offset or window: in [-small, small] mostly, sometimes an extreme a caller may pass on
   /// purpose (INT64_MAX as "unbounded", INT64_MIN, ±2^62, ±2^52).
   std::int64_t extreme(std::int64_t small) {
-    constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max(), min = std::numeric_limits<std::int64_t>::min();
-    static constexpr std::int64_t far[] = {max, min, max - 1, min + 1, std::int64_t{1} << 62, -(std::int64_t{1} << 62),
-                                           std::int64_t{1} << 52, -(std::int64_t{1} << 52), max / 2};
+    constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max(),
+                           min = std::numeric_limits<std::int64_t>::min();
+    static constexpr std::int64_t far[] = {max,
+                                           min,
+                                           max - 1,
+                                           min + 1,
+                                           std::int64_t{1} << 62,
+                                           -(std::int64_t{1} << 62),
+                                           std::int64_t{1} << 52,
+                                           -(std::int64_t{1} << 52),
+                                           max / 2};
     if (byte() % 8 == 0) return far[byte() % (sizeof far / sizeof far[0])];
     return below(2 * small + 1) - small;
   }
   /// A size: in [0, small] mostly, sometimes 0, negative, or so large that its bytes overflow.
   std::int64_t size(std::int64_t small) {
     switch (byte() % 16) {
-      case 0: return 0;
-      case 1: return -1 - below(3);
-      case 2: return std::numeric_limits<std::int64_t>::max() / (1 + below(2));
-      default: return below(small + 1);
+      case 0:
+        return 0;
+      case 1:
+        return -1 - below(3);
+      case 2:
+        return std::numeric_limits<std::int64_t>::max() / (1 + below(2));
+      default:
+        return below(small + 1);
     }
   }
 

@@ -241,7 +241,8 @@ TEST(SafeTensors, MissingFileIsAnIoErrorWithTheSystemsReason) {
   EXPECT_EQ(io_error_of([&] { heed::io::SafeTensorsWriter().add("w", heed::Tensor<float, 1>({2})).write(path); }),
             "heed::io::SafeTensorsWriter: cannot create " + path + ": No such file or directory");
   // A directory opens but cannot be read as a file.
-  const std::string dir_error = io_error_of([] { (void)SafeTensors::open(std::filesystem::temp_directory_path(), heed::io::ReadMode::copy); });
+  const std::string dir_error =
+      io_error_of([] { (void)SafeTensors::open(std::filesystem::temp_directory_path(), heed::io::ReadMode::copy); });
   EXPECT_NE(dir_error.find("cannot read"), std::string::npos) << dir_error;
   EXPECT_NE(dir_error.find("Is a directory"), std::string::npos) << dir_error;
 }
@@ -255,7 +256,8 @@ TEST(DefinedInputs, TheWriterRefusesWhatItsReaderWouldRefuse) {  // #46, defect 
   EXPECT_THROW(heed::io::SafeTensorsWriter().add("__metadata__", t), heed::FormatError);
   EXPECT_THROW(heed::io::SafeTensorsWriter().add(std::string("w\xff"), t), heed::FormatError);
   EXPECT_THROW(heed::io::SafeTensorsWriter().add(std::string("w\xc0\xaf"), t), heed::FormatError);  // overlong '/'
-  EXPECT_THROW(heed::io::SafeTensorsWriter().metadata("k", std::string("\xed\xa0\x80")), heed::FormatError);  // surrogate
+  EXPECT_THROW(heed::io::SafeTensorsWriter().metadata("k", std::string("\xed\xa0\x80")),
+               heed::FormatError);  // surrogate
   // names in any script are UTF-8: written and read back
   const auto bytes = heed::io::SafeTensorsWriter().add("gewicht.\xc3\xa4", t).metadata("\xe2\x9c\x93", "ok").to_bytes();
   const auto st = heed::io::SafeTensors::from_bytes(bytes);

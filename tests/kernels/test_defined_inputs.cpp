@@ -106,10 +106,10 @@ TEST(DefinedInputs, ChannelMeanMaxKeepsNaN) {  // #46, defect 4: torch.amax prop
 TEST(DefinedInputs, TileSizesPastTheCallAreTheCallsOwn) {  // #46, defect 11 and the tile part of 15
   const Inputs in = inputs(37, 300);
   const auto expected = reference(in, heed::reference::no_mask);
-  for (const heed::AttentionOptions o : {heed::AttentionOptions{.block_q = index_t{1} << 40},
-                                         heed::AttentionOptions{.block_q = big, .block_k = big},
-                                         heed::AttentionOptions{.need_weights = true, .block_k = index_t{1} << 62},
-                                         heed::AttentionOptions{.num_threads = 1 << 30}}) {
+  for (const heed::AttentionOptions o :
+       {heed::AttentionOptions{.block_q = index_t{1} << 40}, heed::AttentionOptions{.block_q = big, .block_k = big},
+        heed::AttentionOptions{.need_weights = true, .block_k = index_t{1} << 62},
+        heed::AttentionOptions{.num_threads = 1 << 30}}) {
     const auto r = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::None{}, o);
     EXPECT_TRUE(all_close(r.output, expected.output, tol));
   }
@@ -130,11 +130,10 @@ TEST(DefinedInputs, ExtremeMaskValuesMeanWhatTheySay) {  // #46, defect 15
   EXPECT_TRUE(all_close(run(heed::mask::Causal{big}), everything.output, tol));
   EXPECT_TRUE(all_close(run(heed::mask::SlidingWindow{big, big}), everything.output, tol));
   // centred far right with a window reaching as far left: keys i, i + 1, ... (big - big = 0)
-  const auto from_diagonal = reference(in, [](index_t, index_t, index_t i, index_t j) {
-    return j >= i ? 0.0 : heed::reference::hidden;
-  });
-  EXPECT_TRUE(all_close(run(heed::mask::SlidingWindow{.left = big, .right = 0, .offset = big}), from_diagonal.output,
-                        tol));
+  const auto from_diagonal =
+      reference(in, [](index_t, index_t, index_t i, index_t j) { return j >= i ? 0.0 : heed::reference::hidden; });
+  EXPECT_TRUE(
+      all_close(run(heed::mask::SlidingWindow{.left = big, .right = 0, .offset = big}), from_diagonal.output, tol));
   // nothing visible: every row fully masked, zeros (MaskedRows::zero)
   const Tensor<float, 4> zeros({1, 2, 45, 8});
   EXPECT_TRUE(all_close(run(heed::mask::SlidingWindow{1, 1, std::numeric_limits<index_t>::min()}), zeros, {0, 0}));
@@ -145,8 +144,8 @@ TEST(DefinedInputs, ExtremeMaskValuesMeanWhatTheySay) {  // #46, defect 15
   EXPECT_TRUE(all_close(run(heed::mask::BlockSparse{layout, big}), everything.output, tol));
   EXPECT_TRUE(all_close(run(heed::mask::BlockSparse{layout, index_t{1} << 62}), everything.output, tol));
   // ALiBi with a far offset: finite weights that sum to one per row
-  const auto alibi = heed::attention(in.q, in.k, in.v, heed::ScaledDot{},
-                                     heed::mask::ALiBi{heed::alibi_slopes(2), big}, {.need_weights = true});
+  const auto alibi = heed::attention(in.q, in.k, in.v, heed::ScaledDot{}, heed::mask::ALiBi{heed::alibi_slopes(2), big},
+                                     {.need_weights = true});
   for (index_t h = 0; h < 2; ++h)
     for (index_t i = 0; i < 45; ++i) {
       double sum = 0;
@@ -190,15 +189,17 @@ TEST(DefinedInputs, EmptyDepthsAndLengthsAsPyTorch) {  // #46, defect 12
   mean_of_visible(heed::attention(q0, k0, v, heed::Dot{}, heed::mask::Causal{.offset = 2}).output, 2);
   // additive scores with no hidden unit: 0 too
   const auto q = heed::randn<float>({1, 2, 5, 4}, 2), k = heed::randn<float>({1, 2, 7, 4}, 3);
-  heed::Additive<float> none{.w_q = Tensor<float, 2>({0, 4}), .w_k = Tensor<float, 2>({0, 4}), .v = Tensor<float, 1>({0})};
+  heed::Additive<float> none{
+      .w_q = Tensor<float, 2>({0, 4}), .w_k = Tensor<float, 2>({0, 4}), .v = Tensor<float, 1>({0})};
   mean_of_visible(heed::attention(q, k, v, none).output, 7);
   // values of depth 0: an empty output, and the weights all the same
   const auto with_weights = heed::attention(q, k, Tensor<float, 4>({1, 2, 7, 0}), heed::ScaledDot{}, heed::mask::None{},
                                             {.need_weights = true});
   EXPECT_EQ(with_weights.output.shape(), (heed::Shape<4>{1, 2, 5, 0}));
   const auto qd = heed::cast<double>(q), kd = heed::cast<double>(k);
-  const auto expected = heed::reference::attention(qd, kd, Tensor<double, 4>({1, 2, 7, 1}),
-                                                   heed::reference::scaled_dot(qd, kd, 0.5), heed::reference::no_mask, false);
+  const auto expected =
+      heed::reference::attention(qd, kd, Tensor<double, 4>({1, 2, 7, 1}), heed::reference::scaled_dot(qd, kd, 0.5),
+                                 heed::reference::no_mask, false);
   EXPECT_TRUE(all_close(with_weights.weights, expected.weights, tol));
   // no keys: zeros, in either masked-rows mode (PyTorch's softmax(empty) · v); no queries, no heads: empty outputs
   for (const auto rows : {heed::MaskedRows::zero, heed::MaskedRows::nan})
@@ -214,9 +215,10 @@ TEST(DefinedInputs, EmptyDepthsAndLengthsAsPyTorch) {  // #46, defect 12
                             {.need_weights = true})
                 .weights.shape(),
             (heed::Shape<4>{1, 2, 0, 7}));
-  EXPECT_EQ(heed::attention(Tensor<float, 4>({1, 0, 5, 4}), Tensor<float, 4>({1, 0, 7, 4}), Tensor<float, 4>({1, 0, 7, 3}))
-                .output.shape(),
-            (heed::Shape<4>{1, 0, 5, 3}));
+  EXPECT_EQ(
+      heed::attention(Tensor<float, 4>({1, 0, 5, 4}), Tensor<float, 4>({1, 0, 7, 4}), Tensor<float, 4>({1, 0, 7, 3}))
+          .output.shape(),
+      (heed::Shape<4>{1, 0, 5, 3}));
   // a default Rotary rotates nothing
   Tensor<float, 4> x({1, 1, 3, 0});
   heed::Rotary<float>{}.apply(x.view());

@@ -141,15 +141,17 @@ TEST(DefinedInputs, EmptySequencesAndPlanesAsPyTorch) {  // #46, defect 12
   EXPECT_EQ(enc(none).shape(), (heed::Shape<3>{2, 0, 8}));
   EXPECT_EQ(heed::nn::PositionalEncoding<float>({.d_model = 4})(Tensor<float, 3>({2, 0, 4})).shape(),
             (heed::Shape<3>{2, 0, 4}));
-  EXPECT_EQ(heed::nn::LearnedPositionalEmbedding<float>({.max_len = 4, .d_model = 4})(Tensor<float, 3>({2, 0, 4})).shape(),
-            (heed::Shape<3>{2, 0, 4}));
+  EXPECT_EQ(
+      heed::nn::LearnedPositionalEmbedding<float>({.max_len = 4, .d_model = 4})(Tensor<float, 3>({2, 0, 4})).shape(),
+      (heed::Shape<3>{2, 0, 4}));
   // PyTorch's conv2d refuses an empty plane, so the spatial attentions do
   EXPECT_THROW((void)heed::nn::SpatialAttention<float>({.kernel_size = 7})(Tensor<float, 4>({1, 3, 4, 0})),
                heed::ShapeError);
   EXPECT_THROW((void)heed::nn::CBAM<float>({.channels = 16, .reduction = 4}).forward(Tensor<float, 4>({1, 16, 0, 4})),
                heed::ShapeError);
-  EXPECT_EQ(heed::nn::CBAM<float>({.channels = 16, .reduction = 4}).forward(Tensor<float, 4>({0, 16, 4, 4})).output.shape(),
-            (heed::Shape<4>{0, 16, 4, 4}));
+  EXPECT_EQ(
+      heed::nn::CBAM<float>({.channels = 16, .reduction = 4}).forward(Tensor<float, 4>({0, 16, 4, 4})).output.shape(),
+      (heed::Shape<4>{0, 16, 4, 4}));
 }
 
 }  // namespace

@@ -64,10 +64,10 @@ TEST(CpuInfo, AgreesWithTheCompilersRuntime) {
   EXPECT_EQ(cpu.avx512dq, __builtin_cpu_supports("avx512dq") != 0);
   EXPECT_EQ(cpu.avx512vl, __builtin_cpu_supports("avx512vl") != 0);
   const bool v4 = cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl;
-  const heed::IsaLevel expected = v4 && cpu.avx512_bf16            ? heed::IsaLevel::v4_bf16
-                                  : v4                             ? heed::IsaLevel::v4
+  const heed::IsaLevel expected = v4 && cpu.avx512_bf16             ? heed::IsaLevel::v4_bf16
+                                  : v4                              ? heed::IsaLevel::v4
                                   : cpu.avx2 && cpu.fma && cpu.f16c ? heed::IsaLevel::v3
-                                                                   : heed::IsaLevel::baseline;
+                                                                    : heed::IsaLevel::baseline;
   EXPECT_EQ(cpu.best, expected);
 }
 #endif

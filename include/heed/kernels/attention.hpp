@@ -72,8 +72,9 @@ void attention_into(const TensorView<T, 4>& out, const TensorView<T, 4>& weights
   if (options.block_q < 0 || options.block_k < 0) fail("negative block size");
   for (const TensorView<const T, 4>& input : {q, k, v})
     if (detail::may_overlap(out, input) || (!weights.empty() && detail::may_overlap(weights, input)))
-      fail("the output or the weights overlap q, k or v: attention does not run in place, write into another "
-           "tensor");
+      fail(
+          "the output or the weights overlap q, k or v: attention does not run in place, write into another "
+          "tensor");
   if (!weights.empty() && detail::may_overlap(out, weights)) fail("the output and the weights overlap");
   if (out.numel() == 0 && weights.empty()) return;
   if (k.size(2) == 0) {  // no keys: PyTorch's softmax(empty) · v is 0 whatever masked_rows says

@@ -18,10 +18,10 @@ struct AttentionOptions {
   bool need_weights = false;                  ///< also return the probabilities [B, H, Lq, Lk]
   MaskedRows masked_rows = MaskedRows::zero;  ///< a fully masked row gives 0 (default) or NaN (PyTorch 1.13)
   int num_threads = 0;                        ///< 0: heed::num_threads(); at most heed::max_threads are used
-  index_t block_q = 0;                        ///< query rows per tile; 0: the mask's preference, else 96
-  index_t block_k = 0;                        ///< keys per tile; 0: the mask's preference, else 256
   // (a tile larger than the call's rows or keys is cut to them: block sizes past any length work)
-  AttentionStats* stats = nullptr;            ///< when set, receives the tile counts
+  index_t block_q = 0;              ///< query rows per tile; 0: the mask's preference, else 96
+  index_t block_k = 0;              ///< keys per tile; 0: the mask's preference, else 256
+  AttentionStats* stats = nullptr;  ///< when set, receives the tile counts
 };
 
 }  // namespace heed

@@ -58,8 +58,7 @@ template <TensorLike X, TensorLike Wt>
   Tensor<T, 4> x_storage, w_storage;
   const auto xd = contiguous(xv, x_storage);
   const auto wd = contiguous(wv, w_storage);
-  if (out.numel() > 0)
-    detail::conv2d_direct<T>(xd, wd, bias, out.view(), options.padding, stride, options.num_threads);
+  if (out.numel() > 0) detail::conv2d_direct<T>(xd, wd, bias, out.view(), options.padding, stride, options.num_threads);
   return out;
 }
 

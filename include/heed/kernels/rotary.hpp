@@ -59,7 +59,8 @@ class Rotary {
     const index_t pairs = options_.dim / 2;
     constexpr index_t max_table = index_t{1} << 32;  // cos and sin values each (16 GiB in float)
     if (pairs > 0 && options_.max_positions > max_table / pairs)
-      throw ShapeError("heed::Rotary: max_positions " + std::to_string(o.max_positions) + " × " + std::to_string(pairs) +
+      throw ShapeError("heed::Rotary: max_positions " + std::to_string(o.max_positions) + " × " +
+                       std::to_string(pairs) +
                        " pairs is more than the 2^32 cos/sin values the table may hold (positions past it are computed "
                        "on the fly: a smaller max_positions is enough)");
     inv_freq_.resize(static_cast<std::size_t>(pairs));

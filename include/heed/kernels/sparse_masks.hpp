@@ -54,8 +54,9 @@ class BlockSparse {
   template <TensorLike X>
   requires std::is_same_v < scalar_of<X>,
   bool > BlockSparse(X&& layout, index_t block)
-      // (a block past any length means the same as one of 2^52, and keeps block arithmetic in range)
-      : layout_(as_rank4(std::forward<X>(layout))), block_(detail::bounded(block)) {
+      : layout_(as_rank4(std::forward<X>(layout))),
+  block_(detail::bounded(block)) {
+    // (a block past any length means the same as one of 2^52, and keeps block arithmetic in range)
     if (block < 1)
       throw ShapeError("heed::mask::BlockSparse: the block size must be >= 1, got " + std::to_string(block) +
                        " (layout " + layout_.original_shape() + ")");
@@ -71,7 +72,8 @@ class BlockSparse {
       throw ShapeError("heed::mask::BlockSparse: " + what + " (layout " + layout_.original_shape() + ", block " +
                        std::to_string(block_) + ", scores " + detail::scores_text(dims) + ")");
     };
-    const index_t nbq = dims[2] == 0 ? 0 : (dims[2] - 1) / block_ + 1, nbk = dims[3] == 0 ? 0 : (dims[3] - 1) / block_ + 1;
+    const index_t nbq = dims[2] == 0 ? 0 : (dims[2] - 1) / block_ + 1,
+                  nbk = dims[3] == 0 ? 0 : (dims[3] - 1) / block_ + 1;
     const Shape<4>& s = layout_.shape();
     if (s[2] != nbq || s[3] != nbk)
       fail("the layout must have [" + std::to_string(nbq) + ", " + std::to_string(nbk) +

@@ -87,8 +87,9 @@ class LayerNorm {
     constexpr std::size_t R = rank_of<X>;
     const auto v = as_view(x);
     if (options_.normalized_shape == 0)
-      throw ShapeError("heed::nn::LayerNorm: default-constructed, it normalizes nothing: build it from its options (x " +
-                       to_string(v.shape()) + ")");
+      throw ShapeError(
+          "heed::nn::LayerNorm: default-constructed, it normalizes nothing: build it from its options (x " +
+          to_string(v.shape()) + ")");
     if (v.size(R - 1) != options_.normalized_shape)
       throw ShapeError("heed::nn::LayerNorm: normalizes " + std::to_string(options_.normalized_shape) +
                        " features, got x " + to_string(v.shape()));

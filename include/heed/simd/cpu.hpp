@@ -34,12 +34,18 @@ enum class IsaLevel {
 /// The level's name: "scalar", "baseline", "v3", "v4", "v4-bf16" or "neon".
 [[nodiscard]] constexpr std::string_view to_string(IsaLevel level) noexcept {
   switch (level) {
-    case IsaLevel::scalar: return "scalar";
-    case IsaLevel::baseline: return "baseline";
-    case IsaLevel::v3: return "v3";
-    case IsaLevel::v4: return "v4";
-    case IsaLevel::v4_bf16: return "v4-bf16";
-    case IsaLevel::neon: return "neon";
+    case IsaLevel::scalar:
+      return "scalar";
+    case IsaLevel::baseline:
+      return "baseline";
+    case IsaLevel::v3:
+      return "v3";
+    case IsaLevel::v4:
+      return "v4";
+    case IsaLevel::v4_bf16:
+      return "v4-bf16";
+    case IsaLevel::neon:
+      return "neon";
   }
   return "unknown";
 }
@@ -96,9 +102,9 @@ inline constexpr IsaLevel compiled_level =
   static const detail::X86Bits x86 = detail::read_x86_bits();
   using detail::bit;
   CpuInfo info;
-  const bool avx_state = (x86.xcr0 & 0x6) == 0x6;                   // XMM and YMM registers saved
+  const bool avx_state = (x86.xcr0 & 0x6) == 0x6;                    // XMM and YMM registers saved
   const bool avx512_state = avx_state && (x86.xcr0 & 0xE0) == 0xE0;  // opmask, upper ZMM 0-15, ZMM 16-31
-  const bool amx_state = (x86.xcr0 & 0x60000) == 0x60000;           // XTILECFG, XTILEDATA
+  const bool amx_state = (x86.xcr0 & 0x60000) == 0x60000;            // XTILECFG, XTILEDATA
   const bool avx = avx_state && bit(x86.l1_ecx, 28);
   info.sse2 = bit(x86.l1_edx, 26);
   info.fma = avx && bit(x86.l1_ecx, 12);
@@ -137,8 +143,8 @@ inline constexpr IsaLevel compiled_level =
 #endif
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(__AVX2__) && !defined(HEED_SIMD_SCALAR) && \
     !defined(HEED_ALLOW_BASELINE_ISA)
-[[maybe_unused]] static const bool baseline_isa_notice = detail::notice_baseline_isa(
-    cpu_info().avx512f ? "AVX-512" : (cpu_info().best >= IsaLevel::v3 ? "AVX2" : nullptr));
+[[maybe_unused]] static const bool baseline_isa_notice =
+    detail::notice_baseline_isa(cpu_info().avx512f ? "AVX-512" : (cpu_info().best >= IsaLevel::v3 ? "AVX2" : nullptr));
 #endif
 
 }  // namespace heed

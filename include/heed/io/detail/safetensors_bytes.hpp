@@ -157,9 +157,10 @@ struct FileBytes {
                                     FILE_ATTRIBUTE_NORMAL, nullptr);
   if (file == INVALID_HANDLE_VALUE) {
     const DWORD error = ::GetLastError();
-    throw io_error(who, "open", path, error == ERROR_FILE_NOT_FOUND || error == ERROR_PATH_NOT_FOUND ? ENOENT
-                                      : error == ERROR_ACCESS_DENIED                                  ? EACCES
-                                                                                                      : EIO);
+    throw io_error(who, "open", path,
+                   error == ERROR_FILE_NOT_FOUND || error == ERROR_PATH_NOT_FOUND ? ENOENT
+                   : error == ERROR_ACCESS_DENIED                                 ? EACCES
+                                                                                  : EIO);
   }
   LARGE_INTEGER size{};
   if (!::GetFileSizeEx(file, &size) || ::GetFileType(file) != FILE_TYPE_DISK) {

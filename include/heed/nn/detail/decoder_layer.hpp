@@ -129,7 +129,8 @@ std::pair<TensorView<const Scalar, 3>, TensorView<const Scalar, 3>> decoder_inpu
     const Shape<4> want{layers, t.size(0), c.nhead, c.d_model / c.nhead};
     const bool empty = cache->layers() == 0;  // default-constructed: no layer to read
     const Shape<4> have{cache->layers(), empty ? 0 : cache->self_attention(0).batch(),
-                        empty ? 0 : cache->self_attention(0).kv_heads(), empty ? 0 : cache->self_attention(0).head_dim()};
+                        empty ? 0 : cache->self_attention(0).kv_heads(),
+                        empty ? 0 : cache->self_attention(0).head_dim()};
     if (want != have)
       throw ShapeError(std::string("heed::nn::") + who + ": the cache holds [layers, batch, heads, head_dim] = " +
                        to_string(have) + ", this call needs " + to_string(want) + " (make it with make_cache)");

@@ -78,10 +78,7 @@ void attention_into(const TensorView<T, 4>& out, const TensorView<T, 4>& weights
   if (!weights.empty() && detail::may_overlap(out, weights)) fail("the output and the weights overlap");
   if (out.numel() == 0 && weights.empty()) return;
   if (k.size(2) == 0) {  // no keys: PyTorch's softmax(empty) · v is 0 whatever masked_rows says
-    for (index_t b = 0; b < out.size(0); ++b)
-      for (index_t h = 0; h < out.size(1); ++h)
-        for (index_t i = 0; i < out.size(2); ++i)
-          for (index_t j = 0; j < out.size(3); ++j) out(b, h, i, j) = T(0);
+    detail::assign_each(out, [](index_t, index_t, index_t, index_t) { return T(0); });
     return;
   }
   // Empty depths, as PyTorch's matmuls of empty matrices: a query and key of depth 0 score 0
@@ -89,18 +86,19 @@ void attention_into(const TensorView<T, 4>& out, const TensorView<T, 4>& weights
   // depth 0 leave only the weights to compute. The driver then runs on depth-1 zeros.
   constexpr bool dot_score = std::is_same_v<Score, ScaledDot> || std::is_same_v<Score, Dot>;
   if ((dot_score && q.size(3) == 0) || v.size(3) == 0) {
-    const auto depth_one = [](const TensorView<const T, 4>& x) {
-      return x.size(3) > 0 ? Tensor<T, 4>(x) : Tensor<T, 4>(Shape<4>{x.size(0), x.size(1), x.size(2), 1});
+    Tensor<T, 4> q_one, k_one, v_one, out_one;
+    const auto depth_one = [](const TensorView<const T, 4>& x, Tensor<T, 4>& storage) {
+      if (x.size(3) > 0) return x;
+      storage = Tensor<T, 4>(Shape<4>{x.size(0), x.size(1), x.size(2), 1});
+      return TensorView<const T, 4>(storage.view());
     };
-    const Tensor<T, 4> q1 = dot_score ? depth_one(q) : Tensor<T, 4>(q), k1 = dot_score ? depth_one(k) : Tensor<T, 4>(k);
-    const Tensor<T, 4> v1 = depth_one(v);
-    Tensor<T, 4> out1(Shape<4>{out.size(0), out.size(1), out.size(2), v1.size(3)});
-    attention_into(out1.view(), weights, q1.view(), k1.view(), v1.view(), score, mask, options);
-    if (v.size(3) > 0)
-      for (index_t b = 0; b < out.size(0); ++b)
-        for (index_t h = 0; h < out.size(1); ++h)
-          for (index_t i = 0; i < out.size(2); ++i)
-            for (index_t j = 0; j < out.size(3); ++j) out(b, h, i, j) = out1(b, h, i, j);
+    TensorView<T, 4> out1 = out;
+    if (v.size(3) == 0) {
+      out_one = Tensor<T, 4>(Shape<4>{out.size(0), out.size(1), out.size(2), 1});
+      out1 = out_one.view();
+    }
+    attention_into(out1, weights, dot_score ? depth_one(q, q_one) : q, dot_score ? depth_one(k, k_one) : k,
+                   depth_one(v, v_one), score, mask, options);
     return;
   }
   // The driver writes rows of unit stride; an output or weights view of another inner stride (a
@@ -110,14 +108,10 @@ void attention_into(const TensorView<T, 4>& out, const TensorView<T, 4>& weights
   if (strided_out || strided_weights) {
     Tensor<T, 4> out_dense(out.shape()), weights_dense(weights.empty() ? Shape<4>{} : weights.shape());
     attention_into(out_dense.view(), weights_dense.view(), q, k, v, score, mask, options);
-    const auto copy_back = [](const TensorView<T, 4>& to, const Tensor<T, 4>& from) {
-      for (index_t b = 0; b < to.size(0); ++b)
-        for (index_t h = 0; h < to.size(1); ++h)
-          for (index_t i = 0; i < to.size(2); ++i)
-            for (index_t j = 0; j < to.size(3); ++j) to(b, h, i, j) = from(b, h, i, j);
-    };
-    copy_back(out, out_dense);
-    if (!weights.empty()) copy_back(weights, weights_dense);
+    detail::assign_each(out, [&](index_t b, index_t h, index_t i, index_t j) { return out_dense(b, h, i, j); });
+    if (!weights.empty())
+      detail::assign_each(weights,
+                          [&](index_t b, index_t h, index_t i, index_t j) { return weights_dense(b, h, i, j); });
     return;
   }
 

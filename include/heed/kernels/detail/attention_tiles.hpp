@@ -682,6 +682,15 @@ TensorView<const T, 4> unit_inner(const TensorView<const T, 4>& x, Tensor<T, 4>&
   return storage.view();
 }
 
+// to(b, h, i, j) = value(b, h, i, j) for every element of a view of any strides.
+template <class T, class F>
+void assign_each(const TensorView<T, 4>& to, F&& value) {
+  for (index_t b = 0; b < to.size(0); ++b)
+    for (index_t h = 0; h < to.size(1); ++h)
+      for (index_t i = 0; i < to.size(2); ++i)
+        for (index_t j = 0; j < to.size(3); ++j) to(b, h, i, j) = value(b, h, i, j);
+}
+
 // The bytes a view can touch, [first, last): its elements span this range whatever its strides.
 template <class T>
 std::pair<const std::byte*, const std::byte*> byte_extent(const TensorView<T, 4>& x) noexcept {

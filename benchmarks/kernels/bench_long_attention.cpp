@@ -7,11 +7,16 @@
 // fraction of all tiles computed, "peak_MB" = the process's peak RSS so far. BM_long_bf16 runs
 // Longformer at N = 65536 with bfloat16 storage (run it alone for its own peak RSS:
 // --benchmark_filter=BM_long_bf16). BM_bigbird_rows splits BigBird's layout by query rows.
+// BM_flush_denormals times dense, causal and Longformer with and without FTZ/DAZ set.
 // Time ∝ visited tiles means
 // time / (visited · (N / 4096)² · dense time at 4096) stays near 1.
 #include <benchmark/benchmark.h>
 
 #include <sys/resource.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <xmmintrin.h>
+#endif
 
 #include "heed/core/random.hpp"
 #include "heed/kernels.hpp"
@@ -21,7 +26,7 @@ namespace {
 using heed::index_t;
 constexpr index_t B = 1, H = 8, d = 64;
 
-enum Pattern { dense = 0, longformer = 1, bigbird = 2 };
+enum Pattern { dense = 0, longformer = 1, bigbird = 2, causal = 3 };
 
 // What the driver will compute under `mask` (its preferred tiles, as attention_tiles picks
 // them): scores in visited tiles, and visited / all tiles.
@@ -93,6 +98,9 @@ void run_long(benchmark::State& state) {
     case bigbird:
       run(blocks);
       break;
+    case causal:
+      run(heed::mask::Causal{});
+      break;
   }
   state.counters["peak_MB"] = peak_mb();
 }
@@ -155,6 +163,41 @@ void BM_bigbird_rows(benchmark::State& state) {
 BENCHMARK(BM_bigbird_rows)
     ->ArgNames({"part", "N"})
     ->ArgsProduct({{0, 1, 2, 3}, {4096, 65536}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The same calls with the calling thread's flush-to-zero and denormals-are-zero bits set (x86's
+// MXCSR; elsewhere the two runs are the same). heed's softmax makes no subnormal (issue #41), so
+// the two should time the same on every CPU; before it, a partially masked tile cost Intel
+// cores a microcode assist per subnormal exp, and FTZ/DAZ made causal attention 1.5x faster
+// there. One thread: the bits are per thread. args: pattern, N, ftz
+void BM_flush_denormals(benchmark::State& state) {
+#if defined(__x86_64__) || defined(_M_X64)
+  const unsigned saved = _mm_getcsr();
+  if (state.range(2) != 0) _mm_setcsr(saved | 0x8040u);  // FTZ (bit 15) and DAZ (bit 6)
+#endif
+  const auto pattern = static_cast<Pattern>(state.range(0));
+  const index_t n = state.range(1);
+  const auto q = heed::randn<float>({B, H, n, d}, 1), k = heed::randn<float>({B, H, n, d}, 2),
+             v = heed::randn<float>({B, H, n, d}, 3);
+  heed::Tensor<bool, 1> global({n});
+  global(0) = global(n / 2) = true;
+  heed::Tensor<float, 4> out({B, H, n, d});
+  const heed::AttentionOptions one{.num_threads = 1};
+  if (pattern == causal)
+    time_attention(state, q, k, v, out, heed::mask::Causal{}, one);
+  else if (pattern == longformer)
+    time_attention(state, q, k, v, out,
+                   heed::mask::any(heed::mask::SlidingWindow{256, 256}, heed::mask::GlobalTokens{global}), one);
+  else
+    time_attention(state, q, k, v, out, heed::mask::None{}, one);
+#if defined(__x86_64__) || defined(_M_X64)
+  _mm_setcsr(saved);
+#endif
+}
+BENCHMARK(BM_flush_denormals)
+    ->ArgNames({"pattern", "N", "ftz"})
+    ->ArgsProduct({{dense, causal, longformer}, {1024, 4096}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

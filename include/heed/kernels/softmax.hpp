@@ -1,6 +1,9 @@
 #pragma once
 // Softmax along the last dimension, numerically stable: exp(x - max x) / sum exp(x - max x),
-// so no exp overflows however large the inputs. -inf entries get probability 0. A row whose
+// so no exp overflows however large the inputs. -inf entries get probability 0, and so do the
+// entries more than 64 below their row's maximum (512 in double): exp(-64) = 1.6e-28 is lost
+// beside the maximum's 1 in any float sum, and the cut keeps every probability normal (no
+// subnormal, which Intel cores compute slowly: simd::softmax_floor). A row whose
 // entries are all -inf (fully masked) has no distribution: heed writes zeros by default
 // (FlashAttention, ggml and PyTorch ≥ 2.5 do the same), MaskedRows::nan reproduces PyTorch 1.13.
 

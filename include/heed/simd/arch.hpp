@@ -50,13 +50,29 @@ namespace heed::simd {
 [[nodiscard]] inline double exp(double x) noexcept {
   return std::exp(x);
 }
+/// The softmax's exp is exactly 0 below this argument: a score more than 64 (float) or 512
+/// (double) below its row's maximum has weight 0, and no softmax value or intermediate is ever
+/// subnormal. Subnormals cost a microcode assist per instruction on Intel cores (the causal and
+/// windowed tiles of attention ran 1.5-2.5x slower for it: docs/decisions.md, "No subnormals").
+/// The floor keeps every weight normal after the division by the row's sum, which is at most the
+/// number of keys (< 2^31): exp(-64) / 2^31 = 2^-123.3 > FLT_MIN = 2^-126, and it drops nothing
+/// that float can hold beside the row's maximum (exp(-64) = 1.6e-28, float's epsilon 1.2e-7).
+template <class T>
+inline constexpr T softmax_floor = sizeof(T) > 4 ? T(-512) : T(-64);
+
 /// exp(x) for the x <= 0 of a softmax (a score minus its row's maximum, -inf for a masked one,
-/// NaN for a NaN): the generic version is exp; the batch overloads below may be faster there.
+/// NaN for a NaN), 0 for x < softmax_floor. Never called with x > 0.
 [[nodiscard]] inline float softmax_exp(float x) noexcept {
-  return std::exp(x);
+  return x < softmax_floor<float> ? 0.0f : std::exp(x);
 }
 [[nodiscard]] inline double softmax_exp(double x) noexcept {
-  return std::exp(x);
+  return x < softmax_floor<double> ? 0.0 : std::exp(x);
+}
+/// y where x >= cut (or x is NaN), else 0.
+template <class T>
+requires std::is_floating_point_v<T>
+[[nodiscard]] inline T zero_below(T x, T cut, T y) noexcept {
+  return x < cut ? T(0) : y;
 }
 [[nodiscard]] inline float tanh(float x) noexcept {
   return std::tanh(x);
@@ -334,6 +350,11 @@ template <class T>
     return xsimd::exp(x);
   }
 }
+/// y where x >= cut (or x is NaN), else 0, lane by lane.
+template <class T>
+[[nodiscard]] inline batch<T> zero_below(const batch<T>& x, const batch<T>& cut, const batch<T>& y) noexcept {
+  return xsimd::select(x < cut, batch<T>(T(0)), y);
+}
 template <class T>
 [[nodiscard]] inline batch<T> tanh(const batch<T>& x) noexcept {
   return xsimd::tanh(x);
@@ -343,21 +364,24 @@ template <class T>
   return xsimd::erf(x);
 }
 
-/// exp(x) lane by lane for x <= 0, -inf (0) and NaN (NaN): a softmax's exp(score - max). The
-/// generic version is exp.
+/// exp(x) lane by lane for x <= 0, -inf and NaN (NaN): a softmax's exp(score - max), 0 below
+/// softmax_floor<T>. The exp runs on x clamped to the floor, so that nothing it computes
+/// underflows, and the lanes below it are set to 0 after (a NaN compares false: it stays).
 template <class T>
 [[nodiscard]] inline batch<T> softmax_exp(const batch<T>& x, generic_isa) noexcept {
-  return exp(x);
+  const batch<T> floor(softmax_floor<T>);
+  return zero_below(x, floor, exp(xsimd::select(x < floor, floor, x)));
 }
 
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
 /// On AVX-512: n = round(x·log2 e), r = x - n·ln 2 in two steps (Cody & Waite), e^r by Cephes'
-/// expf polynomial, then vscalefps for r·2^n, which goes to 0 (through the subnormals) where
-/// 2^n underflows, so the range tests and blends of a general exp are not needed: x is clamped
-/// at -110 (exp(-110) rounds to 0 in float; a NaN passes the clamp). tests/simd/test_vector_ops
-/// checks it against std::exp over [-110, 0].
+/// expf polynomial, then vscalefps for r·2^n. Above the floor 2^n is normal (n >= -93) and no
+/// range tests or blends of a general exp are needed; the lanes below it are zeroed by the
+/// vscalefps's mask. tests/simd/test_vector_ops checks it against std::exp over [-64, 0].
 [[nodiscard]] inline batch<float> softmax_exp(const batch<float>& x, avx512_isa) noexcept {
-  const __m512 v = _mm512_max_ps(_mm512_set1_ps(-110.0f), x);  // a NaN x is the second operand: kept
+  const __m512 floor = _mm512_set1_ps(softmax_floor<float>);
+  const __mmask16 kept = _mm512_cmp_ps_mask(x, floor, _CMP_NLT_UQ);  // x >= floor, or NaN
+  const __m512 v = _mm512_max_ps(floor, x);                          // a NaN x is the second operand: kept
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), v);
@@ -369,7 +393,7 @@ template <class T>
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return batch<float>(_mm512_scalef_ps(p, n));
+  return batch<float>(_mm512_maskz_scalef_ps(kept, p, n));
 }
 #endif
 

@@ -368,7 +368,7 @@ inline float exp_sum_rounded(const float* x, float shift, bfloat16* p, index_t n
     total = reduce_add(acc);
   }
   for (; i < n; ++i) {
-    const float e = std::exp(x[i] - shift);
+    const float e = softmax_exp(x[i] - shift);
     p[i] = bfloat16(e);
     total += e;
   }

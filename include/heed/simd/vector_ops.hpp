@@ -181,6 +181,15 @@ inline void scale(T a, T* x, index_t n) noexcept {
   detail::transform(x, x, n, [a](const auto& v) { return v * detail::splat(v, a); });
 }
 
+/// x[i] = a · x[i] where x[i] >= cut, else 0: the values below the cut are zeroed before the
+/// product, which could be subnormal for them (the attention weights' last rescaling,
+/// heed/kernels/detail/attention_tiles.hpp).
+template <class T>
+inline void scale_above(T a, T cut, T* x, index_t n) noexcept {
+  detail::transform(
+      x, x, n, [a, cut](const auto& v) { return simd::zero_below(v, detail::splat(v, cut), v) * detail::splat(v, a); });
+}
+
 /// max_i x[i]; -infinity for n == 0.
 template <class T>
 [[nodiscard]] inline T max(const T* x, index_t n) noexcept {
@@ -279,7 +288,7 @@ inline void exp(const T* x, T* y, index_t n) noexcept {
 }
 
 /// y[i] = exp(x[i] - shift), returning sum_i y[i]: the inner step of a softmax, shift at least every
-/// x[i] (softmax_exp). x may be y.
+/// x[i] (softmax_exp: 0 where x[i] - shift < softmax_floor<T>). x may be y.
 template <class T>
 inline T exp_sum(const T* x, T shift, T* y, index_t n) noexcept {
   using detail::full_batches;
@@ -297,7 +306,7 @@ inline T exp_sum(const T* x, T shift, T* y, index_t n) noexcept {
     total = simd::reduce_add(acc);
   }
   for (; i < n; ++i) {
-    y[i] = std::exp(x[i] - shift);
+    y[i] = simd::softmax_exp(x[i] - shift);
     total += y[i];
   }
   return total;

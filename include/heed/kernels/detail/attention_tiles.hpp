@@ -297,7 +297,7 @@ void attention_decode(const TensorView<T, 4>& out, const TensorView<const T, 4>&
           for (index_t x = 0; x < ranges; ++x) {
             const Acc* p = base + (x * R + r) * partial_row;
             if (p[1] == Acc(0)) continue;
-            const Acc factor = std::exp(p[0] - m);
+            const Acc factor = simd::softmax_exp(p[0] - m);
             total.l += factor * p[1];
             simd::axpy(factor, p + 2, merged.data(), dv);
           }
@@ -597,11 +597,17 @@ void attention_tiles(const TensorView<T, 4>& out, const TensorView<T, 4>& weight
         const Acc m_then = s.m_at[static_cast<std::size_t>(i * k_tiles + jt)];
         if (m_then == -std::numeric_limits<Acc>::infinity()) continue;  // blocked, or nothing visible yet
         const index_t j0 = jt * bk, nj = std::min(bk, Lk - j0);
-        const Acc factor = std::exp(m_then - state.m) * norm;
+        // w = exp(s - m_then) becomes exp(s - m) / l, and 0 where s - m < softmax_floor: there
+        // w < exp(floor + m - m_then) = cut, tested before the product, which could be subnormal
+        const Acc factor = simd::softmax_exp(m_then - state.m) * norm;
+        const Acc cut = std::exp(simd::softmax_floor<Acc> + (state.m - m_then));
         if constexpr (std::is_same_v<T, Acc>) {
-          simd::scale(factor, w + j0, nj);
+          simd::scale_above(factor, cut, w + j0, nj);
         } else {  // 16-bit weights: widen, scale, round once more
-          for (index_t j = j0; j < j0 + nj; ++j) w[j] = static_cast<T>(static_cast<Acc>(w[j]) * factor);
+          for (index_t j = j0; j < j0 + nj; ++j) {
+            const Acc p = static_cast<Acc>(w[j]);
+            w[j] = static_cast<T>(simd::zero_below(p, cut, p) * factor);
+          }
         }
       }
     }

@@ -80,7 +80,7 @@ struct OnlineSoftmax {
       return T(1);
     }
     // exp(-inf) = 0 on the first block; 1 without a call when the maximum stands (most blocks)
-    const T correction = m_new == m ? T(1) : std::exp(m - m_new);
+    const T correction = m_new == m ? T(1) : simd::softmax_exp(m - m_new);
     l = l * correction + exp_into(m_new);
     m = m_new;
     return correction;

@@ -1,4 +1,4 @@
-// The driver's decode path (few query rows against many keys: kernels/detail/attention_tiles.hpp,
+// The driver's decode path (few query rows against many keys: kernels/detail/attention_decode.hpp,
 // attention_decode): each task takes every query head of a key/value group over a range of keys,
 // and the ranges are merged at the end. Checked against the naive double reference over every
 // mask and score, grouped heads, 1 and 16 query rows (and 2, 3 below), key counts that are not multiples of the

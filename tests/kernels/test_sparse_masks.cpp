@@ -349,7 +349,7 @@ TEST(SparseMasks, LongKeysArePackedOneHeadAtATime) {
 
 TEST(SparseMasks, LongHeadsAskAheadWithoutChangingTheResult) {
   // Lk 8229, d 128: a head's K and V pass 8 MiB, so each query tile asks ahead (into L2) for the
-  // key tiles its worker's next query tile adds (LookAhead in kernels/detail/attention_tiles.hpp):
+  // key tiles its worker's next query tile adds (LookAhead in kernels/detail/look_ahead.hpp):
   // with one worker tiles 0 and 1 ask for 1 and 2, with two workers tile 0 asks for 2. The block
   // rows differ (a window, a random pick, a global row), so each next tile adds tiles of its own.
   const index_t Lq = 150, Lk = 8229, block = 64, nbq = 3, nbk = (Lk + block - 1) / block;

@@ -106,7 +106,7 @@ TEST(AttentionBlock, GroupedKeyValueHeadsFusedAndSeparateProjections) {
     const Block block({.embed_dim = 24, .num_heads = 6, .num_kv_heads = kv_heads, .seed = 5}, "test");
     EXPECT_EQ(block.kv_width(), kv_heads * 4);
     const auto x = heed::randn<double>({2, 9, 24}, 1), source = heed::randn<double>({2, 13, 24}, 2);
-    const heed::detail::OptionalMasks<double> none;
+    const heed::mask::Dynamic<double> none;
     const auto self = block.forward(x, x, x, none, {.need_weights = true});  // the fused q/k/v GEMM
     EXPECT_TRUE(
         heed::test::all_close(self.output, expected_output(block, x, x, heed::reference::no_mask, false, 0), tol));
@@ -134,7 +134,7 @@ TEST(AttentionBlock, TwoCallsThroughAStoreEqualOneCausalCall) {
   const Block block({.embed_dim = 16, .num_heads = 4, .num_kv_heads = 2, .seed = 7}, "test");
   const auto x = heed::randn<double>({2, 9, 16}, 4);
   const ScaleByPosition transform;
-  heed::detail::OptionalMasks<double> causal;
+  heed::mask::Dynamic<double> causal;
   causal.causal.emplace();
   const auto whole = block.forward(x, x, x, causal, {.qk_transform = &transform});
   const auto causal_fn = [](index_t, index_t, index_t i, index_t j) { return j <= i ? 0.0 : heed::reference::hidden; };
@@ -144,7 +144,7 @@ TEST(AttentionBlock, TwoCallsThroughAStoreEqualOneCausalCall) {
   Tensor<double, 3> parts({2, 9, 16});
   for (const auto& [begin, end] : {std::pair<index_t, index_t>{0, 5}, {5, 6}, {6, 9}}) {
     const Tensor<double, 3> chunk(x.view().slice(1, begin, end));
-    heed::detail::OptionalMasks<double> masks;
+    heed::mask::Dynamic<double> masks;
     // the block adds the causal mask of a store itself (bottom-right: the chunk is the newest)
     const auto r = block.forward(chunk, chunk, chunk, masks, {.qk_transform = &transform, .kv_store = &store});
     for (index_t b = 0; b < 2; ++b)

@@ -35,61 +35,14 @@
 
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
+#include "heed/kernels/mask_policy.hpp"
 #include "heed/kernels/tile_ref.hpp"
 
 #define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/kernels/detail/mask_parts.hpp"
 #include "heed/kernels/detail/mask_tensor.hpp"
 
 namespace heed::mask {
-
-/// What a mask says of one tile: nothing masked, everything masked (the driver skips it), or
-/// some of it (apply() runs).
-enum class Tile { open, blocked, partial };
-
-/// What the driver needs of a mask. `check` validates against {B, H, Lq, Lk} and throws
-/// ShapeError; `classify` and `apply` are hot and check nothing. `scores` is the tile's
-/// row-major [ni, nj] block with leading dimension `ld`. A mask may also offer
-/// `TileShape preferred_tiles() const`, the tile it would rather be computed in, and
-/// `index_t next_visible_key(const TileRef&) const`, where to resume after a tile it blocks
-/// (mask::next_visible_key below).
-template <class M, class T>
-concept MaskPolicy = requires(const M& m, const Shape<4>& dims, const TileRef& t, T* scores, index_t ld) {
-  m.check(dims);
-  { m.classify(t) } -> std::same_as<Tile>;
-  m.apply(t, scores, ld);
-};
-
-/// `shape` narrowed to what mask `m` prefers, if it says (0 in a dimension: no preference).
-template <class M>
-void merge_preference(TileShape& shape, const M& m) noexcept {
-  if constexpr (requires { m.preferred_tiles(); }) {
-    const TileShape p = m.preferred_tiles();
-    const auto narrow = [](index_t& have, index_t want) {
-      if (want > 0 && (have == 0 || want < have)) have = want;
-    };
-    narrow(shape.block_q, p.block_q);
-    narrow(shape.block_k, p.block_k);
-  }
-}
-
-/// Where the driver resumes after tile t, which `m` blocks: a key position p >= t.j0 + t.nj such
-/// that no query of t sees a key in [t.j0, p). A mask that knows where its next visible key is
-/// says so with a member `index_t next_visible_key(const TileRef&) const` (no_visible_key: none
-/// further), and the driver skips the tiles between unclassified (a 64-key block layout over
-/// 65536 keys would otherwise classify 1024 tiles per query tile to visit eight); for the rest
-/// it resumes at the next tile.
-/// What next_visible_key returns when no key after the tile is visible to its queries.
-inline constexpr index_t no_visible_key = std::numeric_limits<index_t>::max();
-
-template <class M>
-[[nodiscard]] index_t next_visible_key(const M& m, const TileRef& t) noexcept {
-  if constexpr (requires {
-                  { m.next_visible_key(t) } -> std::same_as<index_t>;
-                })
-    return std::max(m.next_visible_key(t), t.j0 + t.nj);
-  else
-    return t.j0 + t.nj;
-}
 
 /// Every key visible.
 struct None {
@@ -340,47 +293,27 @@ class AllOf {
   explicit AllOf(Masks... masks) : masks_(std::move(masks)...) {}
 
   /// @copydoc None::check
-  void check(const Shape<4>& dims) const {
-    std::apply([&](const auto&... m) { (m.check(dims), ...); }, masks_);
-  }
+  void check(const Shape<4>& dims) const { detail::parts_check(*this, dims); }
   /// @copydoc None::classify
-  [[nodiscard]] Tile classify(const TileRef& t) const noexcept {
-    bool all_open = true;
-    bool blocked = false;
-    std::apply([&](const auto&... m) { ((blocked = blocked || classify_one(m, t, all_open)), ...); }, masks_);
-    return blocked ? Tile::blocked : all_open ? Tile::open : Tile::partial;
-  }
+  [[nodiscard]] Tile classify(const TileRef& t) const noexcept { return detail::intersection_classify(*this, t); }
   /// @copydoc None::apply
   template <class T>
   void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
-    std::apply([&](const auto&... m) { ((m.classify(t) == Tile::open ? void() : m.apply(t, scores, ld)), ...); },
-               masks_);
+    detail::intersection_apply(*this, t, scores, ld);
   }
   /// The smallest preference of its parts, dimension by dimension.
-  [[nodiscard]] TileShape preferred_tiles() const noexcept {
-    TileShape shape;
-    std::apply([&](const auto&... m) { (merge_preference(shape, m), ...); }, masks_);
-    return shape;
-  }
+  [[nodiscard]] TileShape preferred_tiles() const noexcept { return detail::parts_preferred_tiles(*this); }
   /// The furthest resumption of the parts that block the tile: each hides everything before its own.
   [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
-    index_t next = t.j0 + t.nj;
-    std::apply(
-        [&](const auto&... m) {
-          ((next = m.classify(t) == Tile::blocked ? std::max(next, mask::next_visible_key(m, t)) : next), ...);
-        },
-        masks_);
-    return next;
+    return detail::intersection_next_visible_key(*this, t);
+  }
+  /// Calls f on every part (the shared intersection logic of kernels/detail/mask_parts.hpp).
+  template <class F>
+  void each(F&& f) const {
+    std::apply([&](const auto&... m) { (f(m), ...); }, masks_);
   }
 
  private:
-  template <class M>
-  static bool classify_one(const M& m, const TileRef& t, bool& all_open) noexcept {
-    const Tile k = m.classify(t);
-    all_open = all_open && k == Tile::open;
-    return k == Tile::blocked;
-  }
-
   std::tuple<Masks...> masks_;
 };
 

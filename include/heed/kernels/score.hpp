@@ -43,6 +43,33 @@ concept ScorePolicy = requires(const P& p, const TensorView<const T, 4>& q, cons
   p.template bind<T>(q, k).scores(t, s, index_t{});
 };
 
+/// What the driver calls on a bound scorer for every visited run of key tiles: `scores(tile,
+/// out, ld)` writes the tile's row-major [ni, nj] scores (leading dimension ld) in the
+/// accumulator type Acc. This is all a user-written scorer needs.
+template <class S, class Acc>
+concept TileScorer = requires(const S& s, const TileRef& tile, Acc* out, index_t ld) {
+  s.scores(tile, out, ld);
+};
+
+/// A scorer that packs K before its tiles are scored (ScaledDot's and Dot's, into the panels of
+/// the attention micro-kernel), and the driver's protocol with it:
+///   packed_bytes()             bytes packed per (batch, key head) group; 0: this call packs nothing
+///   prepare(threads, first, n) pack groups [first, first + n) on `threads` workers
+///   reserve(first, n), pack(g) the same in two steps: room for the groups, then group g on any
+///                              worker (the driver's workers each pack the groups they compute)
+///   packed_keys(b, h, j0, nj)  where the packed keys [j0, j0 + nj) of query head h lie, and their
+///                              bytes ({nullptr, 0} where none are): what the driver asks ahead for
+/// A tile is scored only after its group was packed. A scorer with packed_bytes() must have all
+/// of them (heed's driver names the one that is missing); one without packs nothing.
+template <class S>
+concept PackingScorer = requires(S& s, const S& cs, int threads, index_t i) {
+  { cs.packed_bytes() } -> std::convertible_to<index_t>;
+  s.prepare(threads, i, i);
+  s.reserve(i, i);
+  s.pack(i);
+  { cs.packed_keys(i, i, i, i).second } -> std::convertible_to<index_t>;
+};
+
 /// scale · qᵀk, with scale = 1/sqrt(d) unless given.
 struct ScaledDot {
   std::optional<double> scale = std::nullopt;  ///< 1/sqrt(d) when not given

@@ -274,7 +274,7 @@ class AnyOf {
   explicit AnyOf(Masks... masks) : masks_(std::move(masks)...) {}
 
   /// @copydoc None::check
-  void check(const Shape<4>& dims) const { detail::union_check(*this, dims); }
+  void check(const Shape<4>& dims) const { detail::parts_check(*this, dims); }
   /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept { return detail::union_classify(*this, t); }
   /// @copydoc None::apply
@@ -283,7 +283,7 @@ class AnyOf {
     detail::union_apply(*this, t, scores, ld);
   }
   /// The narrowest tile any part prefers.
-  [[nodiscard]] TileShape preferred_tiles() const noexcept { return detail::union_preferred_tiles(*this); }
+  [[nodiscard]] TileShape preferred_tiles() const noexcept { return detail::parts_preferred_tiles(*this); }
   /// The nearest key any part makes visible after tile t (see mask::next_visible_key).
   [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
     return detail::union_next_visible_key(*this, t);
@@ -319,7 +319,7 @@ struct Sparse {
   void check(const Shape<4>& dims) const {
     if (!window && !global && !blocks)
       throw ShapeError("heed::mask::Sparse: no part given (set window, global or blocks)");
-    detail::union_check(*this, dims);
+    detail::parts_check(*this, dims);
   }
   /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept { return detail::union_classify(*this, t); }
@@ -329,7 +329,7 @@ struct Sparse {
     detail::union_apply(*this, t, scores, ld);
   }
   /// The narrowest tile any part prefers.
-  [[nodiscard]] TileShape preferred_tiles() const noexcept { return detail::union_preferred_tiles(*this); }
+  [[nodiscard]] TileShape preferred_tiles() const noexcept { return detail::parts_preferred_tiles(*this); }
   /// The nearest key any part makes visible after tile t (see mask::next_visible_key).
   [[nodiscard]] index_t next_visible_key(const TileRef& t) const noexcept {
     return detail::union_next_visible_key(*this, t);

@@ -23,6 +23,7 @@
 #include "heed/nn/kv_cache.hpp"
 #include "heed/nn/linear.hpp"
 #include "heed/nn/weights.hpp"
+#include "heed/kernels/dynamic_mask.hpp"
 
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/nn/detail/attention_block.hpp"
@@ -49,6 +50,7 @@ struct AttentionCall {
   TensorView<const bool, 2> key_padding_mask{};  ///< [B, keys attended], true = ignore (left padding)
   KVCache<Scalar>* cache = nullptr;              ///< append the new keys/values and attend over all cached
   MaskedRows masked_rows = MaskedRows::zero;     ///< MaskedRows::nan: PyTorch 1.13's fully masked rows
+  AttentionStats* stats = nullptr;  ///< when set, receives the call's tile counts (AttentionOptions::stats)
 };
 
 /// Decoder self-attention with grouped heads, rotary positions and a KV cache; see the top of
@@ -114,7 +116,7 @@ class Attention {
                          ", this call needs " + to_string(want) + " (make it with make_cache)");
       store.emplace(cache);
     }
-    detail::OptionalMasks<Scalar> masks;
+    mask::Dynamic<Scalar> masks;
     if (call.causal && !call.cache) masks.causal.emplace();
     if (!call.key_padding_mask.is_null()) {
       const Shape<2> want{B, L + (call.cache ? call.cache->max_length() : 0)};
@@ -127,7 +129,8 @@ class Attention {
     auto r = block_.forward(xv, xv, xv, std::move(masks),
                             {.masked_rows = call.masked_rows,
                              .qk_transform = rotary_ ? &step : nullptr,
-                             .kv_store = store ? &*store : nullptr});
+                             .kv_store = store ? &*store : nullptr,
+                             .stats = call.stats});
     return std::move(r.output);
   }
 

@@ -11,11 +11,9 @@
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/attention.hpp"
+#include "heed/kernels/dynamic_mask.hpp"
 #include "heed/nn/linear.hpp"
 #include "heed/nn/weights.hpp"
-
-#define HEED_INTERNAL_HEADER_ALLOWED
-#include "heed/kernels/detail/optional_masks.hpp"
 
 namespace heed::nn {
 
@@ -64,7 +62,7 @@ class AttentionPooling {
                        to_string(v.shape()));
     const TensorView<const Scalar, 3> query(score_.weight().data(), {B, 1, E}, {0, 0, 1});
     const AttentionOptions options{.need_weights = true, .masked_rows = masked_rows};
-    detail::OptionalMasks<Scalar> masks;
+    mask::Dynamic<Scalar> masks;
     if (!padding.is_null()) masks.padding.emplace(padding);
     const auto r = attention(query, v, v, Dot{}, masks, options);
     return {Tensor<Scalar, 2>(r.output.view().reshape(Shape<2>{B, E})),

@@ -33,6 +33,7 @@
 #include "heed/nn/linear.hpp"
 #include "heed/nn/weights.hpp"
 #include "heed/simd/vector_ops.hpp"
+#include "heed/kernels/dynamic_mask.hpp"
 
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/nn/detail/attention_block.hpp"
@@ -66,6 +67,9 @@ struct MultiheadAttentionCall {
   /// heed's form of a dense attn_mask for long sequences; combines with the other masks. Not
   /// with a cache, add_bias_kv or add_zero_attn.
   std::optional<mask::Sparse> sparse{};
+  /// When set, receives the tile counts of the call's attention (AttentionOptions::stats): how
+  /// many tiles the masks left open, partial or blocked (skipped).
+  AttentionStats* stats = nullptr;
 };
 
 /// What MultiheadAttention returns.
@@ -150,7 +154,8 @@ class MultiheadAttention {
     return finish(block_.forward(qv, kv, vv, std::move(masks),
                                  {.need_weights = call.need_weights,
                                   .masked_rows = call.masked_rows,
-                                  .kv_store = store ? &*store : nullptr}),
+                                  .kv_store = store ? &*store : nullptr,
+                                  .stats = call.stats}),
                   call);
   }
 
@@ -187,8 +192,9 @@ class MultiheadAttention {
     Tensor<Scalar, 3> storage;
     const auto dense = contiguous(qv, storage);
     auto masks = torch_masks(call, qv.size(0), qv.size(1), kv.keys.size(1));
-    return finish(block_.forward_projected(dense, kv.keys, kv.values, masks,
-                                           {.need_weights = call.need_weights, .masked_rows = call.masked_rows}),
+    return finish(block_.forward_projected(
+                      dense, kv.keys, kv.values, masks,
+                      {.need_weights = call.need_weights, .masked_rows = call.masked_rows, .stats = call.stats}),
                   call);
   }
 
@@ -210,7 +216,8 @@ class MultiheadAttention {
                          {.masked_rows = call.masked_rows,
                           .kv_store = store ? &*store : nullptr,
                           .skip = skip.data(),
-                          .out = out.data()});
+                          .out = out.data(),
+                          .stats = call.stats});
   }
 
  private:
@@ -259,8 +266,8 @@ class MultiheadAttention {
 
   // heed's typed masks from PyTorch's, with a visible column for each extra key (bias_k, the
   // zero key), as PyTorch pads them.
-  detail::OptionalMasks<Scalar> torch_masks(const MultiheadAttentionCall<Scalar>& call, index_t B, index_t Lq,
-                                            index_t new_keys) const {
+  mask::Dynamic<Scalar> torch_masks(const MultiheadAttentionCall<Scalar>& call, index_t B, index_t Lq,
+                                    index_t new_keys) const {
     // with a cache, every cached key and the new ones
     const index_t Lk0 = new_keys + (call.cache ? call.cache->max_length() : 0);
     const index_t H = options_.num_heads, Lk = Lk0 + block_.extra_keys();
@@ -271,7 +278,7 @@ class MultiheadAttention {
                             : "[" + std::to_string(Lq) + ", " + std::to_string(Lk0) + "] or [" + std::to_string(B * H) +
                                   ", " + std::to_string(Lq) + ", " + std::to_string(Lk0) + "]"));
     };
-    detail::OptionalMasks<Scalar> masks;
+    mask::Dynamic<Scalar> masks;
     if (call.sparse) {
       if (call.cache || block_.extra_keys() > 0)
         throw ShapeError(

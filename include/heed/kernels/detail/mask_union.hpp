@@ -6,12 +6,14 @@
 #include <vector>
 
 #include "heed/core/shape.hpp"
-#include "heed/kernels/mask.hpp"
+#include "heed/kernels/mask_policy.hpp"
 #include "heed/kernels/tile_ref.hpp"
+#include "heed/kernels/detail/mask_parts.hpp"
 #include "heed/kernels/detail/mask_tensor.hpp"
 
 // What the sparse masks of kernels/sparse_masks.hpp share: the tile edge that fits a block, and
-// the union of visibility masks behind mask::AnyOf and mask::Sparse.
+// the union of visibility masks behind mask::AnyOf and mask::Sparse (checks and preferred
+// tiles as any mask of parts: mask_parts.hpp).
 namespace heed::detail {
 
 // The largest tile edge up to `most` that divides `block` (so that tiles never straddle two
@@ -25,11 +27,6 @@ constexpr index_t tile_fitting(index_t block, index_t most) noexcept {
 // What a union of visibility masks does, for AnyOf and Sparse: u.each(f) calls f on every part.
 // A tile is open when any part opens it, blocked when every part blocks it; on a partial tile
 // an element stays visible when any part that does not block the tile shows it.
-template <class U>
-void union_check(const U& u, const Shape<4>& dims) {
-  u.each([&](const auto& m) { m.check(dims); });
-}
-
 template <class U>
 mask::Tile union_classify(const U& u, const TileRef& t) noexcept {
   bool open = false, all_blocked = true;
@@ -79,14 +76,6 @@ index_t union_next_visible_key(const U& u, const TileRef& t) noexcept {
   index_t next = mask::no_visible_key;
   u.each([&](const auto& m) { next = std::min(next, mask::next_visible_key(m, t)); });
   return next;
-}
-
-// The smallest preference of the parts, dimension by dimension.
-template <class U>
-TileShape union_preferred_tiles(const U& u) noexcept {
-  TileShape shape;
-  u.each([&](const auto& m) { mask::merge_preference(shape, m); });
-  return shape;
 }
 
 }  // namespace heed::detail

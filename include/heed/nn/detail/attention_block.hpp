@@ -12,7 +12,7 @@
 #include "heed/core/random.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/attention.hpp"
-#include "heed/kernels/detail/optional_masks.hpp"
+#include "heed/kernels/dynamic_mask.hpp"
 #include "heed/nn/kv_cache.hpp"
 #include "heed/nn/linear.hpp"
 
@@ -29,7 +29,7 @@
 //   merge     the heads' outputs written as [B, Lq, E] rows, then out = context W_oᵀ + b_o,
 //             or out = skip + context W_oᵀ + b_o (a residual connection in the same GEMM)
 //
-// The adapters own the parameter names, translate their conventions into OptionalMasks, and
+// The adapters own the parameter names, translate their conventions into mask::Dynamic, and
 // shape the result. One mask type and one score type: one copy of the driver per scalar type.
 namespace heed::detail {
 
@@ -93,6 +93,7 @@ struct BlockCall {
   // query, which is projected before anything is written); then the result is empty.
   const Scalar* skip = nullptr;
   Scalar* out = nullptr;
+  AttentionStats* stats = nullptr;  // receives the driver's tile counts
 };
 
 template <class Scalar>
@@ -166,7 +167,7 @@ class AttentionBlock {
   // all three); the masks are checked by the driver against [B, Hq, Lq, Lk + extras], or with a
   // store [B, Hq, Lq, max_b(past(b)) + Lk], to which the block adds the per-row causal mask.
   BlockResult<Scalar> forward(const TensorView<const Scalar, 3>& query, const TensorView<const Scalar, 3>& key,
-                              const TensorView<const Scalar, 3>& value, OptionalMasks<Scalar> masks,
+                              const TensorView<const Scalar, 3>& value, mask::Dynamic<Scalar> masks,
                               const BlockCall<Scalar>& call) const {
     const index_t B = query.size(0), Lq = query.size(1), Lk0 = key.size(1), E = options_.embed_dim;
     const index_t H = options_.num_heads, Hkv = options_.num_kv_heads, hd = head_dim(), kv = kv_width();
@@ -222,7 +223,7 @@ class AttentionBlock {
       const auto stored = call.kv_store->append(kh, vh);
       keys = stored.k;
       values = stored.v;
-      masks.row_causal.emplace(RowCausal{std::move(q_start)});
+      masks.causal_per_row.emplace(mask::CausalPerRow{std::move(q_start)});
     }
 
     return attend_and_merge(qh, keys, values, masks, call);
@@ -238,7 +239,7 @@ class AttentionBlock {
   // forward() with keys and values from project_kv: query [B, Lq, E] is projected, the keys and
   // values are read as they are (no extras, no store). The caller has checked the shapes.
   BlockResult<Scalar> forward_projected(const TensorView<const Scalar, 3>& query, const Tensor<Scalar, 3>& k,
-                                        const Tensor<Scalar, 3>& v, const OptionalMasks<Scalar>& masks,
+                                        const Tensor<Scalar, 3>& v, const mask::Dynamic<Scalar>& masks,
                                         const BlockCall<Scalar>& call) const {
     const index_t B = query.size(0), Lq = query.size(1), S = k.size(1), E = options_.embed_dim, hd = head_dim();
     const index_t H = options_.num_heads, Hkv = options_.num_kv_heads, kv = kv_width();
@@ -275,14 +276,15 @@ class AttentionBlock {
   // attend: the heads' outputs as [B, Lq, E] rows, then the output projection (or its
   // residual form).
   BlockResult<Scalar> attend_and_merge(const TensorView<const Scalar, 4>& qh, const TensorView<const Scalar, 4>& keys,
-                                       const TensorView<const Scalar, 4>& values, const OptionalMasks<Scalar>& masks,
+                                       const TensorView<const Scalar, 4>& values, const mask::Dynamic<Scalar>& masks,
                                        const BlockCall<Scalar>& call) const {
     const index_t B = qh.size(0), H = qh.size(1), Lq = qh.size(2), E = options_.embed_dim;
     Tensor<Scalar, 3> context({B, Lq, E}, uninitialized);
     BlockResult<Scalar> r;
     if (call.need_weights) r.weights = Tensor<Scalar, 4>({B, H, Lq, keys.size(2)});
     attention_into<Scalar>(TensorView<Scalar, 4>(context.data(), {B, H, Lq, head_dim()}, {Lq * E, head_dim(), E, 1}),
-                           r.weights.view(), qh, keys, values, ScaledDot{}, masks, {.masked_rows = call.masked_rows});
+                           r.weights.view(), qh, keys, values, ScaledDot{}, masks,
+                           {.masked_rows = call.masked_rows, .stats = call.stats});
     if (call.out) {
       out_proj.rows_add(TensorView<const Scalar, 2>(context.data(), {B * Lq, E}), call.skip,
                         TensorView<Scalar, 2>(call.out, {B * Lq, E}));

@@ -11,11 +11,9 @@
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/attention.hpp"
+#include "heed/kernels/dynamic_mask.hpp"
 #include "heed/nn/linear.hpp"
 #include "heed/nn/weights.hpp"
-
-#define HEED_INTERNAL_HEADER_ALLOWED
-#include "heed/kernels/detail/optional_masks.hpp"
 
 namespace heed::nn::seed {
 
@@ -75,7 +73,7 @@ class AdditiveAttention {
                                  .b_q = query_proj_.bias(),
                                  .b_k = key_proj_.bias()};
     const TensorView<const Scalar, 3> q3(q.data(), {B, 1, h}, {q.stride(0), 0, q.stride(1)});
-    heed::detail::OptionalMasks<Scalar> masks;
+    heed::mask::Dynamic<Scalar> masks;
     if (!padding.is_null()) masks.padding.emplace(padding);
     const auto r = attention(q3, k, k, score, masks, {.need_weights = true});
     return {Tensor<Scalar, 2>(r.weights.view().reshape(Shape<2>{B, L})),

@@ -38,7 +38,7 @@ class CrossAttention : private detail::SeedHeads<Scalar> {
   [[nodiscard]] MultiHeadResult<Scalar> operator()(const T& target, const S& source, const M& allowed,
                                                    MaskedRows masked_rows = MaskedRows::zero) const {
     const auto s = as_view(source);
-    heed::detail::OptionalMasks<Scalar> masks;
+    heed::mask::Dynamic<Scalar> masks;
     masks.allowed.emplace(allowed);
     return this->run(as_view(target), s, s, masks, masked_rows);
   }

@@ -46,7 +46,7 @@ class MultiHeadAttention : private detail::SeedHeads<Scalar> {
     Tensor<A, rank_of<M>> bias(m.shape());
     const Tensor<bool, rank_of<M>> dense(m);
     for (index_t i = 0; i < bias.numel(); ++i) bias.data()[i] = dense.data()[i] ? A(0) : A(-1e9);
-    heed::detail::OptionalMasks<Scalar> masks;
+    heed::mask::Dynamic<Scalar> masks;
     masks.bias.emplace(std::move(bias));
     return this->run(as_view(query), as_view(key), as_view(value), masks, MaskedRows::zero);
   }

@@ -37,7 +37,7 @@ class SelfAttention : private detail::SeedHeads<Scalar> {
   template <TensorLike X>
   [[nodiscard]] MultiHeadResult<Scalar> operator()(const X& x, const SelfAttentionCall& call = {}) const {
     const auto v = as_view(x);
-    heed::detail::OptionalMasks<Scalar> masks;
+    heed::mask::Dynamic<Scalar> masks;
     if (call.causal) masks.causal.emplace();
     return this->run(v, v, v, masks, call.masked_rows);
   }

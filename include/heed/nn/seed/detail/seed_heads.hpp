@@ -4,7 +4,6 @@
 #include <string>
 
 #include "heed/core/tensor.hpp"
-#include "heed/kernels/detail/optional_masks.hpp"
 #include "heed/nn/detail/attention_block.hpp"
 #include "heed/nn/seed/multi_head_options.hpp"
 #include "heed/nn/weights.hpp"
@@ -41,7 +40,7 @@ class SeedHeads {
  protected:
   nn::seed::MultiHeadResult<Scalar> run(const TensorView<const Scalar, 3>& query,
                                         const TensorView<const Scalar, 3>& key,
-                                        const TensorView<const Scalar, 3>& value, const OptionalMasks<Scalar>& masks,
+                                        const TensorView<const Scalar, 3>& value, const mask::Dynamic<Scalar>& masks,
                                         MaskedRows masked_rows) const {
     auto r = block_.forward(query, key, value, masks, {.need_weights = true, .masked_rows = masked_rows});
     return {std::move(r.output), std::move(r.weights)};

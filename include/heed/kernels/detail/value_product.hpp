@@ -1,0 +1,193 @@
+#pragma once
+#include "heed/core/detail/internal_header_check.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "heed/core/detail/buffer_cache.hpp"
+#include "heed/core/parallel.hpp"
+#include "heed/core/tensor.hpp"
+#include "heed/kernels/detail/look_ahead.hpp"
+#include "heed/kernels/detail/online_softmax.hpp"
+#include "heed/kernels/detail/tile_walk.hpp"
+#include "heed/simd/attention_kernel.hpp"
+#include "heed/simd/vector_ops.hpp"
+
+namespace heed::detail {
+
+// O[0:ni, :] = c · O + Σ_r P_r V_r over a span's runs of keys: P_r is the next keys[r] columns of
+// P [ni, Σ keys] (side by side, leading dimension ldp), V_r keys[r] rows from v[r] (ldv apart, in
+// V's storage type Storage), O [ni, dv] (leading dimension dv), c per row (nullptr: O = Σ P_r V_r);
+// ones is a row of ones (only read when several runs meet a single row). The micro-kernel keeps
+// each block of O in registers across the runs: one pass over O per span, not one per run. Full
+// NR-wide column blocks first, then a half-width block where one vector of columns is left
+// (d = 80, 96, ...), the last dv % (NR / 2) columns on a plain loop.
+template <class Acc, class Storage>
+void accumulate_pv(const Acc* p, index_t ldp, index_t ni, index_t runs, const index_t* keys, const Storage* const* v,
+                   index_t ldv, index_t dv, Acc* o, const Acc* c, const Acc* ones) noexcept {
+  constexpr index_t MR = simd::AttentionTile<Acc>::mr, NR = simd::AttentionTile<Acc>::nr, W = NR / 2;
+  if (ni == 1) {  // one row: run by run, the later runs adding to O
+    for (index_t r = 0, col = 0; r < runs; col += keys[r++])
+      simd::attention_row_pv(keys[r], p + col, v[r], ldv, dv, o, r == 0 ? c : ones);
+    return;
+  }
+  const Storage* at[max_span_tiles];  // the runs' rows from column c0 on
+  const auto columns = [&](index_t c0) {
+    for (index_t r = 0; r < runs; ++r) at[r] = v[r] + c0;
+  };
+  index_t full = dv / NR * NR;
+  for (index_t c0 = 0; c0 < full; c0 += NR) {
+    columns(c0);
+    for (index_t ir = 0; ir < ni; ir += MR)
+      simd::attention_micro_kernel_runs<Acc>(runs, keys, at, ldv, p + ir * ldp, ldp, std::min(MR, ni - ir), NR,
+                                             o + ir * dv + c0, dv, c ? c + ir : nullptr, Acc(1));
+  }
+  if (dv - full >= W) {
+    columns(full);
+    for (index_t ir = 0; ir < ni; ir += MR)
+      simd::attention_micro_kernel_runs<Acc, 1>(runs, keys, at, ldv, p + ir * ldp, ldp, std::min(MR, ni - ir), W,
+                                                o + ir * dv + full, dv, c ? c + ir : nullptr, Acc(1));
+    full += W;
+  }
+  for (index_t i = 0; i < ni; ++i)
+    for (index_t col = full; col < dv; ++col) {
+      Acc sum = c ? c[i] * o[i * dv + col] : Acc(0);
+      for (index_t r = 0, k0 = 0; r < runs; k0 += keys[r++])
+        for (index_t j = 0; j < keys[r]; ++j) sum += p[i * ldp + k0 + j] * static_cast<Acc>(v[r][j * ldv + col]);
+      o[i * dv + col] = sum;
+    }
+}
+
+// The value product of the tiled loop, O = c·O + P·V over a span, beside the scorer's S = Q·Kᵀ:
+// where the softmax leaves P, what is packed before the tiles, and the product. Two ways:
+//   - widened (every storage type, every target): P stays in S in the accumulator type, V is
+//     read in place (16-bit values widened in registers) by accumulate_pv;
+//   - pairs (bfloat16 storage where the target has AVX-512 BF16, query tiles of 2·MR rows and
+//     more, an even block_k): V is packed with its keys in pairs (simd::pack_v_pairs) a chunk of
+//     (batch, key/value head) groups at a time, the softmax rounds P to bfloat16 as it writes
+//     it, and the product runs on vdpbf16ps (simd::pair_micro_kernel). Scores, m, l and O stay
+//     float; rounding P costs at most 2^-8 · Σ_j p_j·|v_j| in each output (docs/decisions.md,
+//     "Attention kernel v2, second part"). Spans start at an even key (block_k even).
+template <class Storage>
+class ValueProduct {
+ public:
+  using Acc = accumulator_t<Storage>;
+
+  ValueProduct(const TensorView<const Storage, 4>& v, index_t Lq, index_t block_k)
+      : v_(v),
+        pairs_(can_pair && block_k % 2 == 0 && Lq >= 2 * simd::AttentionTile<Acc>::mr && v.size(3) > 0),
+        key_pairs_((v.size(2) + 1) / 2),
+        col_panels_((v.size(3) + NR - 1) / NR),
+        group_values_(col_panels_ * key_pairs_ * 2 * NR) {}
+
+  // Bytes packed per (batch, key/value head) group: 0 unless on pairs.
+  [[nodiscard]] index_t packed_bytes() const noexcept { return pairs_ ? group_values_ * index_t{sizeof(Storage)} : 0; }
+
+  // Room for `count` packed groups (once per call: every chunk of groups reuses it).
+  void reserve(index_t count) {
+    if (pairs_) packed_ = aligned_storage<Storage>(count * group_values_, false);
+  }
+  // Packs group g (b·Hkv + hk) into its place `g - first` of the chunk that starts at `first`.
+  void pack(index_t g, index_t first) {
+    for (index_t j0 = 0; pairs_ && j0 < v_.size(2); j0 += piece) pack_piece(g, first, j0);
+  }
+  // Packs the chunk's groups [first, first + count) on `threads` workers, in pieces of keys, so
+  // that one long head keeps every worker busy.
+  void prepare(int threads, index_t first, index_t count) {
+    if (!pairs_) return;
+    const index_t pieces = (v_.size(2) + piece - 1) / piece;
+    parallel_for(count * pieces, threads,
+                 [&](index_t task, int) { pack_piece(first + task / pieces, first, task % pieces * piece); });
+  }
+
+  // Asks `ahead` for the values of keys [j0, j0 + nj) of (b, key/value head hk), packed at
+  // chunk place `packed`: what the product will read for them.
+  void ask_ahead(LookAhead& ahead, index_t b, index_t hk, index_t packed, index_t j0, index_t nj) const noexcept {
+    if (pairs_) {
+      for (index_t cp = 0; cp < col_panels_; ++cp)
+        ahead.add(packed_.get() + packed * group_values_ + cp * key_pairs_ * 2 * NR + j0 * NR,
+                  (nj + 1) / 2 * 2 * NR * index_t{sizeof(Storage)});
+    } else {
+      ahead.add(&v_(b, hk, j0, 0), ((nj - 1) * v_.stride(2) + v_.size(3)) * index_t{sizeof(Storage)});
+    }
+  }
+
+  // Where the rounded P of a span of `keys` keys and `rows` rows goes (nullptr when P stays in
+  // S), its rows rounded_ld(keys) apart, in the worker's buffer.
+  [[nodiscard]] bfloat16* rounded_p(std::vector<bfloat16>& buffer, index_t rows, index_t keys) const {
+    if (!pairs_) return nullptr;
+    buffer.resize(static_cast<std::size_t>(rows * rounded_ld(keys)));
+    return buffer.data();
+  }
+  [[nodiscard]] static index_t rounded_ld(index_t keys) noexcept { return 2 * ((keys + 1) / 2); }
+
+  // One row's softmax step over its `keys` scores: folds them into `state` and leaves P where
+  // the product reads it (in `row`, or rounded in `rounded`, with a zero after an odd count); the
+  // float P stays in `row` too where `keep_row` (the weights need it). Returns the row's
+  // correction exp(m_old - m_new).
+  Acc softmax_row(OnlineSoftmax<Acc>& state, Acc* row, index_t keys, bfloat16* rounded, bool keep_row) const noexcept {
+    if constexpr (can_pair) {
+      if (pairs_) {
+        const Acc correction = keep_row ? state.update(row, keys) : state.update(row, keys, rounded);
+        if (keep_row) simd::narrow(row, rounded, keys);
+        if (keys % 2 != 0) rounded[keys] = bfloat16(0.0f);
+        return correction;
+      }
+    }
+    return state.update(row, keys);
+  }
+
+  // O = c·O + P·V over the span's runs for the query tile's `rows` rows of (b, key/value head
+  // hk): P in S (leading dimension ld) or in `rounded`; c per row for the first run (nullptr:
+  // O = P·V), the later runs adding to O (`ones`).
+  void accumulate(const KeySpan& span, const Acc* S, index_t ld, const bfloat16* rounded, index_t rows, index_t b,
+                  index_t hk, index_t packed, Acc* O, const Acc* c, const Acc* ones) const noexcept {
+    const index_t dv = v_.size(3);
+    if constexpr (can_pair) {
+      if (pairs_) {
+        constexpr index_t MR = simd::AttentionTile<Acc>::mr;
+        const index_t lda = rounded_ld(span.keys);
+        for (index_t r = 0; r < span.runs; ++r) {
+          const Storage* vp = packed_.get() + packed * group_values_ + span.key(r) * NR;
+          const index_t pairs_r = (span.run_keys(r) + 1) / 2;
+          const Acc* scale = r > 0 ? ones : c;
+          for (index_t cp = 0; cp < col_panels_; ++cp)
+            for (index_t ir = 0; ir < rows; ir += MR)
+              simd::pair_micro_kernel(pairs_r, rounded + ir * lda + span.col[r], lda, std::min(MR, rows - ir),
+                                      vp + cp * key_pairs_ * 2 * NR, std::min(NR, dv - cp * NR), O + ir * dv + cp * NR,
+                                      dv, scale ? scale + ir : nullptr, Acc(1));
+        }
+        return;
+      }
+    }
+    index_t keys[max_span_tiles];
+    const Storage* from[max_span_tiles];
+    for (index_t r = 0; r < span.runs; ++r) {
+      keys[r] = span.run_keys(r);
+      from[r] = &v_(b, hk, span.key(r), 0);
+    }
+    accumulate_pv(S, ld, rows, span.runs, keys, from, v_.stride(2), dv, O, c, ones);
+  }
+
+ private:
+  static constexpr bool can_pair = std::is_same_v<Storage, bfloat16> && simd::bf16_pair_products;
+  static constexpr index_t NR = simd::pair_panel;
+  static constexpr index_t piece = 1024;  // keys per packing task
+
+  void pack_piece(index_t g, index_t first, index_t j0) {
+    if constexpr (can_pair) {
+      const index_t Hkv = v_.size(1);
+      simd::pack_v_pairs(&v_(g / Hkv, g % Hkv, j0, 0), v_.stride(2), std::min(piece, v_.size(2) - j0), v_.size(3),
+                         packed_.get() + (g - first) * group_values_ + j0 * NR, key_pairs_ * 2 * NR);
+    }
+  }
+
+  TensorView<const Storage, 4> v_;
+  bool pairs_;
+  index_t key_pairs_, col_panels_, group_values_;  // group_values_: packed values per group
+  std::unique_ptr<Storage, AlignedDelete> packed_;
+};
+
+}  // namespace heed::detail

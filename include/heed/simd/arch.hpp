@@ -87,10 +87,9 @@ requires std::is_floating_point_v<T>
   return std::erf(x);
 }
 
-/// HEED_UNROLL(n) before a loop: gcc unrolls it n times (the micro-kernels' k loops; the
-/// measurement is in docs/decisions.md). clang unrolls those loops well by itself and ran them
-/// slower when told to, so elsewhere it expands to nothing (and with HEED_NO_UNROLL defined,
-/// for measuring the difference).
+/// HEED_UNROLL(n) before a loop: gcc unrolls it n times (the micro-kernels' k loops); elsewhere,
+/// and with HEED_NO_UNROLL defined (to measure the difference), it expands to nothing: clang
+/// unrolls those loops by itself (docs/decisions.md, "gcc unrolls the micro-kernels' k loops by 8").
 #if defined(__GNUC__) && !defined(__clang__) && !defined(HEED_NO_UNROLL)
 #define HEED_PRAGMA(x) _Pragma(#x)
 #define HEED_UNROLL(n) HEED_PRAGMA(GCC unroll n)

@@ -19,9 +19,8 @@ inline constexpr std::size_t tensor_alignment = 64;
 
 // Buffers of 4 MiB and more are aligned to 2 MiB and, on Linux, offered to transparent huge
 // pages (madvise MADV_HUGEPAGE; the system default is often "madvise"). Their first touch then
-// faults once per 2 MiB instead of once per 4 KiB: on the machine of docs/decisions.md ("Huge
-// pages for large buffers") touching 128 MiB took 340 ms in 4 KiB pages and 7.5 ms in huge
-// pages. Where huge pages are off, madvise does nothing.
+// faults once per 2 MiB instead of once per 4 KiB (docs/decisions.md, "Long sequences, second
+// part", has the measurement). Where huge pages are off, madvise does nothing.
 inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
 inline constexpr std::size_t huge_page_threshold = std::size_t{4} << 20;
 

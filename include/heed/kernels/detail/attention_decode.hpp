@@ -80,6 +80,7 @@ void attention_decode(const TensorView<Storage, 4>& out, const TensorView<const 
   const auto write_row = [&](index_t b, index_t h, index_t i, const Acc* o, Acc norm, bool any) {
     Storage* dst = &out(b, h, i, 0);
     const index_t os = out.stride(3);
+    // norm · 0 carries a NaN normalizer (MaskedRows::nan) into a row no key reached
     for (index_t c = 0; c < dv; ++c) dst[c * os] = static_cast<Storage>(any ? o[c] * norm : norm * Acc(0));
   };
 

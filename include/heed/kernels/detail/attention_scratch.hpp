@@ -22,9 +22,9 @@ inline void add_stats(AttentionStats& to, const AttentionStats& from) noexcept {
 }
 
 // One worker's buffers for the tiled loop, reused across its query tiles, in the accumulator
-// type Acc. Aligned apart: a worker's tile counts are written at every tile, and sharing a cache
-// line with the next worker's buffers cost a two-core Longformer pass 4% (docs/decisions.md,
-// "Long sequences, tenth part").
+// type Acc. Aligned apart: a worker's tile counts are written at every tile, and a cache line
+// shared with the next worker's buffers slowed two workers down (docs/decisions.md, "Long
+// sequences, tenth part").
 template <class Acc>
 struct alignas(128) AttentionScratch {
   std::vector<Acc> scores;      // [block_q, span keys]: S, then P, of the current span
@@ -47,9 +47,8 @@ struct alignas(128) AttentionScratch {
 
 // The workers' scratch: each worker allocates its own, on its own thread, at its first task.
 // The allocator then takes it from that thread's pool (glibc keeps an arena per thread), away
-// from what the other workers write at every row; allocated together by the calling thread, two
-// workers' buffers sat side by side and ran up to 15% slower in some minutes (docs/decisions.md,
-// "Long sequences, tenth part").
+// from what the other workers write at every row, rather than side by side with the other
+// workers' buffers (docs/decisions.md, "Long sequences, tenth part").
 template <class Acc>
 class WorkerScratch {
  public:

@@ -56,10 +56,10 @@ template <class V, class A>
 // The vision modules read a sample more than once (a squeeze pass or two, then the output),
 // and a [256, 32, 32] float sample is as large as this machine's L2. So the squeeze passes
 // alternate in direction and the output pass, which writes from the first channel to the last
-// (forward streams are the prefetcher's best case: a backward output pass ran 7% slower), comes
-// right after one that ran from the last channel to the first and left the first channels in L2:
-// CBAM (means forward, then the reductions over channels backward, then the output) went from
-// 207 to 170 µs on one core for [4, 256, 32, 32].
+// (forward streams are the prefetcher's best case), comes right after one that ran from the last
+// channel to the first and left the first channels in L2: CBAM runs its means forward, then the
+// reductions over channels backward, then the output (docs/decisions.md, "Attention kernel v2,
+// third part", has the measurements).
 
 // means[i] = the mean of the i-th of `planes` contiguous planes of `plane` elements (0 if empty),
 // from the first plane to the last, or from the last to the first with `last_first`.
@@ -78,9 +78,9 @@ void plane_means(const S* x, index_t planes, index_t plane, accumulator_t<S>* me
 // sees the channel-attended tensor. Channels go in groups of eight, the last group first (see
 // above): each vector of columns is summed and maxed over the group's eight rows in registers,
 // then added into mean and max (which stay in L1). Eight rows read in step are eight sequential
-// streams the prefetcher follows; blocks of columns over all C channels at once (C streams, 4 KB
-// apart) ran a third slower, and one channel at a time reads and writes mean and max once per
-// channel.
+// streams the prefetcher follows, where blocks of columns over all C channels at once would be C
+// streams 4 KB apart, and one channel at a time would read and write mean and max once per
+// channel (docs/decisions.md, "Attention kernel v2, third part").
 template <bool Scaled, class S, class A = accumulator_t<S>>
 void reduce_over_channels(const S* x, const A* scale, index_t C, index_t plane, A* mean, A* max) noexcept {
   constexpr index_t W = static_cast<index_t>(simd::width<A>), G = 8;

@@ -56,8 +56,9 @@ class ChannelGate {
 
   // One sample: pooled [C] → gate [C]; `hidden_scratch` holds hidden() values. The first
   // product is hidden() dot products of C values, the second hidden() axpys over rows of W2ᵀ
-  // (as C dot products of hidden() values, 16 for the seed's CBAM, each ended in a horizontal
-  // sum, Eigen's matrix-vector products took 2 µs a sample, a tenth of the sample's pooling).
+  // (not C dot products of hidden() values, 16 for the seed's CBAM, each ended in a horizontal
+  // sum, as Eigen's matrix-vector products computed it: docs/decisions.md, "Attention kernel
+  // v2, third part").
   void row(const A* pooled, A* hidden_scratch, A* gate) const {
     const index_t C = channels();
     for (index_t k = 0; k < hidden(); ++k) hidden_scratch[k] = simd::dot(w1_.data() + k * C, pooled, C) + b1_.data()[k];

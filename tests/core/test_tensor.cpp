@@ -207,4 +207,18 @@ TEST(DefinedInputs, CopyFromAViewOfAnotherShapeIsAShapeError) {  // #46, defect 
   EXPECT_EQ(t(1, 2), same(2, 1));
 }
 
+// HEED_ASSERT (core/assert.hpp): a failed internal invariant aborts naming it in a debug build
+// (ci-sanitize), and costs nothing under NDEBUG (ci-gcc, ci-clang), where the condition is not
+// even evaluated.
+TEST(Assert, AbortsInDebugBuildsAndVanishesUnderNDEBUG) {
+  int evaluated = 0;
+  [[maybe_unused]] const auto fails = [&] { return ++evaluated < 0; };
+#ifdef NDEBUG
+  HEED_ASSERT(fails());
+  EXPECT_EQ(evaluated, 0);
+#else
+  EXPECT_DEATH(HEED_ASSERT(fails()), "heed: internal assertion `fails\\(\\)` failed at .*test_tensor.cpp");
+#endif
+}
+
 }  // namespace

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 int main() {
-  const heed::nn::AttentionClassifier<float> model(
+  const heed::nn::seed::AttentionClassifier<float> model(
       {.vocab_size = 10000, .embed_dim = 128, .hidden_dim = 256, .num_classes = 5});
 
   // Simulated input (with padding): ids in [1, 10000), the last 10 positions are padding.

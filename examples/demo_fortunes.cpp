@@ -70,7 +70,7 @@ int main(int argc, char** argv) try {
 
   // 1. The model, from its file alone.
   const auto file = heed::io::SafeTensors::open(data / "fortunes_classifier.safetensors");
-  const auto model = heed::nn::AttentionClassifier<float>::from_safetensors(file);
+  const auto model = heed::nn::seed::AttentionClassifier<float>::from_safetensors(file);
   std::vector<std::string> classes;
   const auto class_names = heed::io::Json::parse(file.metadata("classes", "[]"), "classes");
   for (const auto& c : class_names.as_array()) classes.push_back(c.as_string());

@@ -18,6 +18,7 @@
 #include "heed/nn/positional_encoding.hpp"
 #include "heed/nn/rms_norm.hpp"
 #include "heed/nn/seed/additive_attention.hpp"
+#include "heed/nn/seed/attention_classifier.hpp"
 #include "heed/nn/seed/cross_attention.hpp"
 #include "heed/nn/seed/multi_head_attention.hpp"
 #include "heed/nn/seed/multi_head_options.hpp"

@@ -13,7 +13,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return heed::fuzz::run([&] {
     const auto file = heed::io::SafeTensors::from_bytes(heed::fuzz::bytes_of(data, size), "fuzz input");
-    const auto model = heed::nn::AttentionClassifier<float>::from_safetensors(file);
+    const auto model = heed::nn::seed::AttentionClassifier<float>::from_safetensors(file);
     heed::Tensor<std::int64_t, 2> ids({1, 3});
     ids(0, 0) = 1;
     ids(0, 1) = model.options().vocab_size - 1;

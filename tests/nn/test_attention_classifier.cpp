@@ -1,17 +1,20 @@
-// AttentionClassifier (seed 000 §6.1) against PyTorch 1.13: logits, pooling weights, bad ids.
+// seed::AttentionClassifier (seed 000 §6.1) against PyTorch 1.13: logits, pooling weights, bad ids;
+// and its former names in heed::nn (heed/nn/attention_classifier.hpp), deprecated aliases of it.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "heed/nn/attention_classifier.hpp"
+#include "heed/nn/seed/attention_classifier.hpp"
 #include "support/compare.hpp"
 #include "support/golden.hpp"
 
 namespace {
 
 using heed::index_t;
+using heed::nn::seed::AttentionClassifier;
 using heed::test::all_close;
-using namespace heed::nn;
 
 constexpr heed::test::Tolerance tol{1e-5, 1e-6};
 
@@ -36,5 +39,16 @@ TEST(AttentionClassifierGolden, LogitsWeightsAndBadIds) {
   }
   EXPECT_THROW((void)clf(heed::Tensor<std::int64_t, 2>({2, 0})), heed::ShapeError);
 }
+
+#if defined(__GNUC__)  // using the deprecated names is the point here
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+static_assert(std::is_same_v<heed::nn::AttentionClassifier<float>, heed::nn::seed::AttentionClassifier<float>>);
+static_assert(std::is_same_v<heed::nn::AttentionClassifierOptions, heed::nn::seed::AttentionClassifierOptions>);
+static_assert(std::is_same_v<heed::nn::ClassifierResult<double>, heed::nn::seed::ClassifierResult<double>>);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace

@@ -115,8 +115,8 @@ TEST(Concurrency, TransformerEncoderFromEightThreadsIsBitForBit) {
 }
 
 TEST(Concurrency, TrainedAttentionClassifierFromEightThreadsIsBitForBit) {
-  const auto model = heed::nn::AttentionClassifier<float>::from_file(std::filesystem::path(HEED_EXAMPLES_DATA_DIR) /
-                                                                     "fortunes_classifier.safetensors");
+  const auto model = heed::nn::seed::AttentionClassifier<float>::from_file(
+      std::filesystem::path(HEED_EXAMPLES_DATA_DIR) / "fortunes_classifier.safetensors");
   std::vector<Tensor<std::int64_t, 2>> inputs;
   for (const index_t length : {4, 17, 40}) {
     Tensor<std::int64_t, 2> ids({2, length});

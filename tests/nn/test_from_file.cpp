@@ -19,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using heed::index_t;
-using Classifier = heed::nn::AttentionClassifier<float>;
+using Classifier = heed::nn::seed::AttentionClassifier<float>;
 
 const fs::path data_dir = HEED_EXAMPLES_DATA_DIR;
 const fs::path model_path = data_dir / "fortunes_classifier.safetensors";

@@ -17,18 +17,18 @@ namespace heed::detail {
 // https://arxiv.org/abs/1805.02867), of which the attention driver keeps one per query row.
 
 // y = softmax(x) over n contiguous elements (y may be x).
-template <class T>
-void softmax_row(const T* x, T* y, index_t n, MaskedRows masked_rows) noexcept {
-  const T row_max = simd::max(x, n);
-  if (row_max == -std::numeric_limits<T>::infinity()) {
+template <class Acc>
+void softmax_row(const Acc* x, Acc* y, index_t n, MaskedRows masked_rows) noexcept {
+  const Acc row_max = simd::max(x, n);
+  if (row_max == -std::numeric_limits<Acc>::infinity()) {
     // every score -inf (a masked row), or some NaN among them: NaN poisons the row, as in PyTorch
-    const bool poisoned = std::any_of(x, x + n, [](T v) { return std::isnan(v); });
-    const T fill = poisoned || masked_rows == MaskedRows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
+    const bool poisoned = std::any_of(x, x + n, [](Acc v) { return std::isnan(v); });
+    const Acc fill = poisoned || masked_rows == MaskedRows::nan ? std::numeric_limits<Acc>::quiet_NaN() : Acc(0);
     for (index_t i = 0; i < n; ++i) y[i] = fill;
     return;
   }
-  const T total = simd::exp_sum(x, row_max, y, n);
-  simd::scale(T(1) / total, y, n);
+  const Acc total = simd::exp_sum(x, row_max, y, n);
+  simd::scale(Acc(1) / total, y, n);
 }
 
 // The running state of a softmax computed block by block.
@@ -37,50 +37,50 @@ void softmax_row(const T* x, T* y, index_t n, MaskedRows masked_rows) noexcept {
 // Invariant: after every update, the true softmax of the seen scores is exp(s - m) / l.
 // A NaN score makes l NaN for good (the row's output and weights are NaN, as PyTorch's softmax
 // makes them); l == 0 means no visible key yet (a fully masked row, if it stays so).
-template <class T>
+template <class Acc>
 struct OnlineSoftmax {
-  T m = -std::numeric_limits<T>::infinity();
-  T l = T(0);
+  Acc m = -std::numeric_limits<Acc>::infinity();
+  Acc l = Acc(0);
 
   // Folds in a block of scores, overwriting them with exp(s - m_new), and returns the
   // factor exp(m_old - m_new) by which every quantity accumulated so far (l and the
   // output row) must be scaled. A block of only -inf leaves the state as it was.
-  T update(T* scores, index_t n) noexcept {
-    return fold(scores, n, [&](T m_new) { return simd::exp_sum(scores, m_new, scores, n); });
+  Acc update(Acc* scores, index_t n) noexcept {
+    return fold(scores, n, [&](Acc m_new) { return simd::exp_sum(scores, m_new, scores, n); });
   }
 
   // The same, writing exp(s - m_new) rounded to bfloat16 into `rounded` (the P of the pair
   // products, simd/attention_kernel.hpp) instead of over the scores; l sums the unrounded values.
-  T update(T* scores, index_t n, bfloat16* rounded) noexcept {
-    return fold(scores, n, [&](T m_new) { return simd::exp_sum_rounded(scores, m_new, rounded, n); });
+  Acc update(Acc* scores, index_t n, bfloat16* rounded) noexcept {
+    return fold(scores, n, [&](Acc m_new) { return simd::exp_sum_rounded(scores, m_new, rounded, n); });
   }
 
   // The factor that turns the accumulated row into the softmax-weighted result (NaN after a NaN
   // score), or the fill for a fully masked row (l == 0).
-  [[nodiscard]] T normalizer(MaskedRows masked_rows) const noexcept {
-    if (l != T(0)) return T(1) / l;
-    return masked_rows == MaskedRows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
+  [[nodiscard]] Acc normalizer(MaskedRows masked_rows) const noexcept {
+    if (l != Acc(0)) return Acc(1) / l;
+    return masked_rows == MaskedRows::nan ? std::numeric_limits<Acc>::quiet_NaN() : Acc(0);
   }
 
  private:
   // exp_into(m_new) writes the block's exp(s - m_new) where the caller wants it and returns their
   // sum; a block with nothing visible yet writes zeros there through it (exp(-inf) = 0).
   template <class ExpInto>
-  T fold(T* scores, index_t n, ExpInto exp_into) noexcept {
-    const T block_max = simd::max(scores, n);
-    const T m_new = block_max > m ? block_max : m;
-    if (m_new == -std::numeric_limits<T>::infinity()) {  // nothing seen yet can attend, or a NaN
+  Acc fold(Acc* scores, index_t n, ExpInto exp_into) noexcept {
+    const Acc block_max = simd::max(scores, n);
+    const Acc m_new = block_max > m ? block_max : m;
+    if (m_new == -std::numeric_limits<Acc>::infinity()) {  // nothing seen yet can attend, or a NaN
       bool poisoned = false;
       for (index_t i = 0; i < n; ++i) {
         poisoned = poisoned || std::isnan(scores[i]);
-        scores[i] = -std::numeric_limits<T>::infinity();
+        scores[i] = -std::numeric_limits<Acc>::infinity();
       }
-      exp_into(T(0));  // exp(-inf - 0) = 0 everywhere
-      if (poisoned) l = std::numeric_limits<T>::quiet_NaN();
-      return T(1);
+      exp_into(Acc(0));  // exp(-inf - 0) = 0 everywhere
+      if (poisoned) l = std::numeric_limits<Acc>::quiet_NaN();
+      return Acc(1);
     }
     // exp(-inf) = 0 on the first block; 1 without a call when the maximum stands (most blocks)
-    const T correction = m_new == m ? T(1) : simd::softmax_exp(m - m_new);
+    const Acc correction = m_new == m ? Acc(1) : simd::softmax_exp(m - m_new);
     l = l * correction + exp_into(m_new);
     m = m_new;
     return correction;

@@ -25,21 +25,21 @@ namespace heed::detail {
 // tile is computed by the attention micro-kernel (simd/attention_kernel.hpp); tiles whose first
 // key does not start a panel (a user's block_k that is not a multiple of NR) and short query
 // sequences take one vectorized dot product per (query, key) instead.
-template <class T>
+template <class Storage>
 class DotScorer {
  public:
-  using Acc = accumulator_t<T>;
+  using Acc = accumulator_t<Storage>;
   static constexpr index_t MR = simd::AttentionTile<Acc>::mr, NR = simd::AttentionTile<Acc>::nr;
   // bfloat16 on AVX-512 BF16: Kᵀ packed with the depth in pairs, tiles on pair_micro_kernel
-  static constexpr bool pairs = std::is_same_v<T, bfloat16> && simd::bf16_pair_products;
+  static constexpr bool pairs = std::is_same_v<Storage, bfloat16> && simd::bf16_pair_products;
 
-  DotScorer(TensorView<const T, 4> q, TensorView<const T, 4> k, Acc scale)
+  DotScorer(TensorView<const Storage, 4> q, TensorView<const Storage, 4> k, Acc scale)
       : q_(q), k_(k), scale_(scale), group_(q.size(1) / std::max<index_t>(k.size(1), 1)) {}
 
   // Bytes of packed Kᵀ per (batch, key head), 0 when this call does not pack.
   [[nodiscard]] index_t packed_bytes() const noexcept {
     if (q_.size(2) < 2 * MR || k_.size(2) == 0 || q_.size(3) == 0) return 0;
-    return panel_values() * index_t{sizeof(T)};
+    return panel_values() * index_t{sizeof(Storage)};
   }
 
   // Packs Kᵀ of the (batch, key head) groups [first, first + count) (group b·Hk + hk), on
@@ -64,7 +64,7 @@ class DotScorer {
     panel_stride_ = panel_values();
     if (count > capacity_) {
       // not value-initialized: pack_kt writes every value (the padding keys too), on the workers
-      packed_ = aligned_storage<T>(count * panel_stride_, false);
+      packed_ = aligned_storage<Storage>(count * panel_stride_, false);
       capacity_ = count;
     }
     first_ = first;
@@ -77,9 +77,11 @@ class DotScorer {
 
   // Where the packed Kᵀ of keys [j0, j0 + nj) of query head h's key head lies, and its bytes
   // ({nullptr, 0} where the tile is not read from packed panels): what the driver asks ahead for.
-  [[nodiscard]] std::pair<const T*, index_t> packed_keys(index_t b, index_t h, index_t j0, index_t nj) const noexcept {
+  [[nodiscard]] std::pair<const Storage*, index_t> packed_keys(index_t b, index_t h, index_t j0,
+                                                               index_t nj) const noexcept {
     if (!prepared_ || j0 % NR != 0) return {nullptr, 0};
-    return {panels(b, h / group_) + j0 * packed_depth(), (nj + NR - 1) / NR * NR * packed_depth() * index_t{sizeof(T)}};
+    return {panels(b, h / group_) + j0 * packed_depth(),
+            (nj + NR - 1) / NR * NR * packed_depth() * index_t{sizeof(Storage)}};
   }
 
   void scores(const TileRef& t, Acc* out, index_t ld) const {
@@ -88,7 +90,7 @@ class DotScorer {
       if (prepared_ && t.j0 % NR == 0) return pair_scores(t, out, ld);
     }
     if (prepared_ && t.j0 % NR == 0) {
-      const T* kt = panels(t.b, hk) + t.j0 * d;
+      const Storage* kt = panels(t.b, hk) + t.j0 * d;
       const auto run = [&](const auto* q, index_t ldq) {
         // panel by panel: a panel of Kᵀ (depth × NR) stays in L1 while every query row block reads it
         for (index_t jp = 0; jp < t.nj; jp += NR)
@@ -96,7 +98,7 @@ class DotScorer {
             simd::attention_micro_kernel<Acc>(d, q + ir * ldq, ldq, std::min(MR, t.ni - ir), kt + jp * d, NR,
                                               std::min(NR, t.nj - jp), out + ir * ld + jp, ld, nullptr, scale_);
       };
-      if constexpr (std::is_same_v<T, Acc>) {
+      if constexpr (std::is_same_v<Storage, Acc>) {
         run(&q_(t.b, t.h, t.i0, 0), q_.stride(2));
       } else {
         // 16-bit queries are widened once per tile (ni × d values, a fraction 1/nj of the tile's
@@ -118,15 +120,15 @@ class DotScorer {
   // depth is odd), Kᵀ from its pair-packed panels.
   void pair_scores(const TileRef& t, Acc* out, index_t ld) const {
     const index_t d = q_.size(3), pairs_per_row = (d + 1) / 2;
-    const T* kt = panels(t.b, t.h / group_) + t.j0 * 2 * pairs_per_row;
-    const T* q = &q_(t.b, t.h, t.i0, 0);
+    const Storage* kt = panels(t.b, t.h / group_) + t.j0 * 2 * pairs_per_row;
+    const Storage* q = &q_(t.b, t.h, t.i0, 0);
     index_t ldq = q_.stride(2);
     if (d % 2 != 0) {
-      thread_local std::vector<T> padded;
+      thread_local std::vector<Storage> padded;
       padded.resize(static_cast<std::size_t>(t.ni * (d + 1)));
       for (index_t i = 0; i < t.ni; ++i) {
         std::copy_n(&q_(t.b, t.h, t.i0 + i, 0), d, padded.begin() + i * (d + 1));
-        padded[static_cast<std::size_t>(i * (d + 1) + d)] = T(0.0f);
+        padded[static_cast<std::size_t>(i * (d + 1) + d)] = Storage(0.0f);
       }
       q = padded.data();
       ldq = d + 1;
@@ -144,7 +146,7 @@ class DotScorer {
   void pack_keys(index_t group, index_t j0) {
     const index_t keys = k_.size(2), d = k_.size(3), depth = packed_depth();
     const index_t b = group / k_.size(1), h = group % k_.size(1), n = std::min(pack_piece_keys, keys - j0);
-    T* out = packed_.get() + (group - first_) * panel_stride_ + j0 * depth;
+    Storage* out = packed_.get() + (group - first_) * panel_stride_ + j0 * depth;
     if constexpr (pairs)
       simd::pack_kt_pairs(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
     else
@@ -156,46 +158,46 @@ class DotScorer {
   // values of packed Kᵀ per (batch, key head): ceil(Lk / NR) panels of depth × NR
   [[nodiscard]] index_t panel_values() const noexcept { return (k_.size(2) + NR - 1) / NR * NR * packed_depth(); }
   // the packed panels of (batch b, key head hk), whose group has been prepared
-  [[nodiscard]] const T* panels(index_t b, index_t hk) const noexcept {
+  [[nodiscard]] const Storage* panels(index_t b, index_t hk) const noexcept {
     return packed_.get() + (b * k_.size(1) + hk - first_) * panel_stride_;
   }
 
-  TensorView<const T, 4> q_, k_;
+  TensorView<const Storage, 4> q_, k_;
   Acc scale_;
   index_t group_;
-  index_t panel_stride_ = 0;                  // values per (batch, key head) in packed_
-  index_t first_ = 0, capacity_ = 0;          // the first group packed, and how many groups fit
-  std::unique_ptr<T, AlignedDelete> packed_;  // Kᵀ panels, [groups, ceil(Lk / NR), d, NR], 64-byte aligned
+  index_t panel_stride_ = 0;                        // values per (batch, key head) in packed_
+  index_t first_ = 0, capacity_ = 0;                // the first group packed, and how many groups fit
+  std::unique_ptr<Storage, AlignedDelete> packed_;  // Kᵀ panels, [groups, ceil(Lk / NR), d, NR], 64-byte aligned
   bool prepared_ = false;
 };
 
 // Projected queries and keys (in the accumulator type), then vᵀ tanh(q' + k') per pair.
-template <class T>
+template <class Acc>
 class AdditiveScorer {
  public:
-  AdditiveScorer(Tensor<T, 4> q_proj, Tensor<T, 4> k_proj, Tensor<T, 1> v)
+  AdditiveScorer(Tensor<Acc, 4> q_proj, Tensor<Acc, 4> k_proj, Tensor<Acc, 1> v)
       : q_proj_(std::move(q_proj)),
         k_proj_(std::move(k_proj)),
         v_(std::move(v)),
         group_(q_proj_.size(1) / std::max<index_t>(k_proj_.size(1), 1)) {}
 
-  void scores(const TileRef& t, T* out, index_t ld) const {
+  void scores(const TileRef& t, Acc* out, index_t ld) const {
     const index_t hidden = v_.size(0);
-    const T* v = v_.data();
+    const Acc* v = v_.data();
     if (hidden == 0) {  // vᵀ tanh(·) of no hidden unit: 0, as PyTorch's empty matmul
-      for (index_t i = 0; i < t.ni; ++i) std::fill_n(out + i * ld, t.nj, T(0));
+      for (index_t i = 0; i < t.ni; ++i) std::fill_n(out + i * ld, t.nj, Acc(0));
       return;
     }
     for (index_t i = 0; i < t.ni; ++i) {
-      const T* qp = &q_proj_(t.b, t.h, t.i0 + i, 0);
+      const Acc* qp = &q_proj_(t.b, t.h, t.i0 + i, 0);
       for (index_t j = 0; j < t.nj; ++j)
         out[i * ld + j] = simd::tanh_dot(qp, &k_proj_(t.b, t.h / group_, t.j0 + j, 0), v, hidden);
     }
   }
 
  private:
-  Tensor<T, 4> q_proj_, k_proj_;  // [B, H, L, hidden]
-  Tensor<T, 1> v_;                // a dense copy: read contiguously in the hot loop
+  Tensor<Acc, 4> q_proj_, k_proj_;  // [B, H, L, hidden]
+  Tensor<Acc, 1> v_;                // a dense copy: read contiguously in the hot loop
   index_t group_;
 };
 

@@ -69,12 +69,13 @@ void time_attention(benchmark::State& state, const heed::Tensor<T, 4>& q, const 
   state.counters["visited"] = fraction;
 }
 
-// One pattern at one length, Q, K, V (and the output) stored as T.
+// One pattern at one length (args 0 and 1), Q, K, V (and the output) stored as T, on `threads`
+// workers (0: the third arg).
 template <class T>
-void run_long(benchmark::State& state) {
+void run_long(benchmark::State& state, int threads = 0) {
   const auto pattern = static_cast<Pattern>(state.range(0));
   const index_t n = state.range(1);
-  const heed::AttentionOptions options{.num_threads = static_cast<int>(state.range(2))};
+  const heed::AttentionOptions options{.num_threads = threads > 0 ? threads : static_cast<int>(state.range(2))};
   // drawn in T: no float copy lingers in the peak RSS
   const auto q = heed::randn<T>({B, H, n, d}, 1), k = heed::randn<T>({B, H, n, d}, 2),
              v = heed::randn<T>({B, H, n, d}, 3);
@@ -176,21 +177,7 @@ void BM_flush_denormals(benchmark::State& state) {
   const unsigned saved = _mm_getcsr();
   if (state.range(2) != 0) _mm_setcsr(saved | 0x8040u);  // FTZ (bit 15) and DAZ (bit 6)
 #endif
-  const auto pattern = static_cast<Pattern>(state.range(0));
-  const index_t n = state.range(1);
-  const auto q = heed::randn<float>({B, H, n, d}, 1), k = heed::randn<float>({B, H, n, d}, 2),
-             v = heed::randn<float>({B, H, n, d}, 3);
-  heed::Tensor<bool, 1> global({n});
-  global(0) = global(n / 2) = true;
-  heed::Tensor<float, 4> out({B, H, n, d});
-  const heed::AttentionOptions one{.num_threads = 1};
-  if (pattern == causal)
-    time_attention(state, q, k, v, out, heed::mask::Causal{}, one);
-  else if (pattern == longformer)
-    time_attention(state, q, k, v, out,
-                   heed::mask::any(heed::mask::SlidingWindow{256, 256}, heed::mask::GlobalTokens{global}), one);
-  else
-    time_attention(state, q, k, v, out, heed::mask::None{}, one);
+  run_long<float>(state, 1);
 #if defined(__x86_64__) || defined(_M_X64)
   _mm_setcsr(saved);
 #endif

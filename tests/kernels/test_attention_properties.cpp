@@ -129,6 +129,16 @@ TEST(AttentionProperties, BlockedTilesAreSkipped) {
   (void)heed::attention(q, k, k, heed::ScaledDot{}, heed::mask::KeyPadding{pad}, opts);
   EXPECT_EQ(stats.blocked, 2 * 4 * 2);
   EXPECT_EQ(stats.open, 2 * 4 * 2);
+
+  // A call that computes nothing (no query rows, or no keys) counts no tile: the counts of the
+  // previous call do not stay.
+  (void)heed::attention(q.view().slice(2, 0, 0), k, k, heed::ScaledDot{}, heed::mask::None{}, opts);
+  EXPECT_EQ(stats.open + stats.partial + stats.blocked, 0);
+  (void)heed::attention(q, k, k, heed::ScaledDot{}, heed::mask::None{}, opts);
+  EXPECT_GT(stats.open, 0);
+  (void)heed::attention(q, k.view().slice(2, 0, 0), k.view().slice(2, 0, 0), heed::ScaledDot{}, heed::mask::None{},
+                        opts);
+  EXPECT_EQ(stats.open + stats.partial + stats.blocked, 0);
 }
 
 TEST(AttentionProperties, MasksPreferTheirTileShapesUnlessTheCallerSetsThem) {

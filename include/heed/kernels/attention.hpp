@@ -76,6 +76,7 @@ void attention_into(const TensorView<T, 4>& out, const TensorView<T, 4>& weights
           "the output or the weights overlap q, k or v: attention does not run in place, write into another "
           "tensor");
   if (!weights.empty() && detail::may_overlap(out, weights)) fail("the output and the weights overlap");
+  if (options.stats) *options.stats = {};  // a call that computes nothing counts no tile
   if (out.numel() == 0 && weights.empty()) return;
   if (k.size(2) == 0) {  // no keys: PyTorch's softmax(empty) · v is 0 whatever masked_rows says
     detail::assign_each(out, [](index_t, index_t, index_t, index_t) { return T(0); });

@@ -52,8 +52,8 @@ namespace heed::simd {
 }
 /// The softmax's exp is exactly 0 below this argument: a score more than 64 (float) or 512
 /// (double) below its row's maximum has weight 0, and no softmax value or intermediate is ever
-/// subnormal. Subnormals cost a microcode assist per instruction on Intel cores (the causal and
-/// windowed tiles of attention ran 1.5-2.5x slower for it: docs/decisions.md, "No subnormals").
+/// subnormal. Subnormals cost a microcode assist per instruction on Intel cores, and partially
+/// masked tiles are full of them (docs/decisions.md, "No subnormals in the softmax").
 /// The floor keeps every weight normal after the division by the row's sum, which is at most the
 /// number of keys (< 2^31): exp(-64) / 2^31 = 2^-123.3 > FLT_MIN = 2^-126, and it drops nothing
 /// that float can hold beside the row's maximum (exp(-64) = 1.6e-28, float's epsilon 1.2e-7).

@@ -37,7 +37,7 @@ std::pair<double, double> visited(const Mask& mask, index_t n) {
   for (index_t h = 0; h < H; ++h)
     for (index_t i0 = 0; i0 < n; i0 += shape.block_q)
       for (index_t j0 = 0; j0 < n; j0 += shape.block_k) {
-        const heed::TileRef t{0, h, i0, std::min(shape.block_q, n - i0), j0, std::min(shape.block_k, n - j0)};
+        const heed::TileRef t{0, h, i0, std::min(shape.block_q, n - i0), j0, std::min(shape.block_k, n - j0), h};
         all += 1;
         if (mask.classify(t) == heed::mask::Tile::blocked) continue;
         tiles += 1;

@@ -16,9 +16,9 @@ struct PacksButCannotPack {
       void prepare(int threads, heed::index_t first, heed::index_t count) { dot.prepare(threads, first, count); }
       void reserve(heed::index_t first, heed::index_t count) { dot.reserve(first, count); }
       // no pack(group)
-      [[nodiscard]] std::pair<const T*, heed::index_t> packed_keys(heed::index_t b, heed::index_t h, heed::index_t j0,
+      [[nodiscard]] std::pair<const T*, heed::index_t> packed_keys(heed::index_t b, heed::index_t hk, heed::index_t j0,
                                                                    heed::index_t nj) const {
-        return dot.packed_keys(b, h, j0, nj);
+        return dot.packed_keys(b, hk, j0, nj);
       }
     };
     return Scorer{heed::ScaledDot{}.bind<T>(q, k)};

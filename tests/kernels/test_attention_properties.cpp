@@ -141,6 +141,53 @@ TEST(AttentionProperties, BlockedTilesAreSkipped) {
   EXPECT_EQ(stats.open + stats.partial + stats.blocked, 0);
 }
 
+// A user-written scorer that reads k at the tile's key/value head t.hk, as the driver hands it:
+// with grouped heads, every query head must find the key head its group reads.
+struct KeyHeadDot {
+  std::atomic<index_t>* wrong_heads;
+  index_t group;  // query heads per key/value head, to check the driver's hk
+  void check(const heed::Shape<4>& q, const heed::Shape<4>& k) const { heed::ScaledDot{}.check(q, k); }
+  template <class T>
+  auto bind(const heed::TensorView<const T, 4>& q, const heed::TensorView<const T, 4>& k) const {
+    struct Scorer {
+      heed::TensorView<const T, 4> q, k;
+      std::atomic<index_t>* wrong_heads;
+      index_t group;
+      void scores(const heed::TileRef& t, T* s, index_t ld) const {
+        if (t.hk != t.h / group) ++*wrong_heads;
+        const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+        for (index_t i = 0; i < t.ni; ++i)
+          for (index_t j = 0; j < t.nj; ++j) {
+            double dot = 0;
+            for (index_t c = 0; c < q.size(3); ++c) dot += double{q(t.b, t.h, t.i0 + i, c)} * k(t.b, t.hk, t.j0 + j, c);
+            s[i * ld + j] = static_cast<T>(dot * scale);
+          }
+      }
+    };
+    return Scorer{q, k, wrong_heads, group};
+  }
+};
+
+TEST(AttentionProperties, TilesCarryTheirKeyValueHead) {
+  // 6 query heads over 2 key/value heads; 40 query rows take the tiled loop, 1 row against 520
+  // keys the decode path
+  for (const index_t rows : {index_t{40}, index_t{1}}) {
+    const auto q = heed::randn<double>({2, 6, rows, 8}, 1), k = heed::randn<double>({2, 2, 520, 8}, 2),
+               v = heed::randn<double>({2, 2, 520, 5}, 3);
+    std::atomic<index_t> wrong{0};
+    const index_t offset = 520 - rows;  // the last query row sees every key
+    const auto got = heed::attention(q, k, v, KeyHeadDot{&wrong, 3}, heed::mask::Causal{.offset = offset},
+                                     {.block_q = 16, .block_k = 32});
+    EXPECT_EQ(wrong.load(), 0) << rows << " query rows";
+    const heed::reference::MaskFn causal = [offset](index_t, index_t, index_t i, index_t j) {
+      return j <= i + offset ? 0.0 : heed::reference::hidden;
+    };
+    const auto expected =
+        heed::reference::attention(q, k, v, heed::reference::scaled_dot(q, k, 1.0 / std::sqrt(8.0)), causal, false);
+    EXPECT_TRUE(all_close(got.output, expected.output, {1e-12, 1e-13})) << rows << " query rows";
+  }
+}
+
 TEST(AttentionProperties, MasksPreferTheirTileShapesUnlessTheCallerSetsThem) {
   const auto q = heed::randn<float>({1, 2, 256, 16}, 1), k = heed::randn<float>({1, 2, 256, 16}, 2);
   const auto tiles = [&](const auto& mask, heed::AttentionOptions options) {

@@ -106,7 +106,7 @@ TEST(DynamicMask, JumpsOverABlockedRunAsItsPartsDo) {
   // that blocks it does (the furthest of them)
   index_t blocked = 0;
   for (index_t j0 = 0; j0 < L; j0 += 32) {
-    const heed::TileRef t{0, 0, 96, 32, j0, std::min<index_t>(32, L - j0)};
+    const heed::TileRef t{0, 0, 96, 32, j0, std::min<index_t>(32, L - j0), 0};
     if (m.classify(t) != mask::Tile::blocked) continue;
     ++blocked;
     // blocked by the layout: resume where the layout resumes; by causality: nothing further

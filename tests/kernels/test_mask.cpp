@@ -21,7 +21,7 @@ TEST(Mask, ClassifyAndApplyAgreeWithTheDefinition) {
             for (index_t h = 0; h < 2; ++h)
               for (index_t i0 = 0; i0 < 29; i0 += bq)
                 for (index_t j0 = 0; j0 < 37; j0 += bk) {
-                  const heed::TileRef t{b, h, i0, std::min(bq, 29 - i0), j0, std::min(bk, 37 - j0)};
+                  const heed::TileRef t{b, h, i0, std::min(bq, 29 - i0), j0, std::min(bk, 37 - j0), h};
                   std::vector<float> s(static_cast<std::size_t>(t.ni * t.nj), 0.0f);
                   const auto kind_of_tile = mask.classify(t);
                   mask.apply(t, s.data(), t.nj);

@@ -152,7 +152,7 @@ TEST(SparseMasks, ClassifyAndApplyAgreeWithTheDefinition) {
             for (index_t h = 0; h < 2; ++h)
               for (index_t i0 = 0; i0 < 45; i0 += bq)
                 for (index_t j0 = 0; j0 < 45; j0 += bk) {
-                  const heed::TileRef t{b, h, i0, std::min(bq, 45 - i0), j0, std::min(bk, 45 - j0)};
+                  const heed::TileRef t{b, h, i0, std::min(bq, 45 - i0), j0, std::min(bk, 45 - j0), h};
                   std::vector<float> s(static_cast<std::size_t>(t.ni * t.nj), 0.0f);
                   const auto kind = m.classify(t);
                   if (kind != mask::Tile::open) m.apply(t, s.data(), t.nj);
@@ -195,7 +195,7 @@ index_t expect_skips_hidden_keys(const M& m, const reference::MaskFn& definition
         for (index_t h = 0; h < 2; ++h)
           for (index_t i0 = 0; i0 < L; i0 += bq)
             for (index_t j0 = 0; j0 < L; j0 += bk) {
-              const heed::TileRef t{b, h, i0, std::min(bq, L - i0), j0, std::min(bk, L - j0)};
+              const heed::TileRef t{b, h, i0, std::min(bq, L - i0), j0, std::min(bk, L - j0), h};
               if (m.classify(t) != mask::Tile::blocked) continue;
               const index_t next = mask::next_visible_key(m, t);
               EXPECT_GE(next, j0 + t.nj);

@@ -57,8 +57,9 @@ concept TileScorer = requires(const S& s, const TileRef& tile, Acc* out, index_t
 ///   prepare(threads, first, n) pack groups [first, first + n) on `threads` workers
 ///   reserve(first, n), pack(g) the same in two steps: room for the groups, then group g on any
 ///                              worker (the driver's workers each pack the groups they compute)
-///   packed_keys(b, h, j0, nj)  where the packed keys [j0, j0 + nj) of query head h lie, and their
-///                              bytes ({nullptr, 0} where none are): what the driver asks ahead for
+///   packed_keys(b, hk, j0, nj) where the packed keys [j0, j0 + nj) of (batch b, key head hk)
+///                              lie, and their bytes ({nullptr, 0} where none are): what the
+///                              driver asks ahead for
 /// A tile is scored only after its group was packed. A scorer with packed_bytes() must have all
 /// of them (heed's driver names the one that is missing); one without packs nothing.
 template <class S>

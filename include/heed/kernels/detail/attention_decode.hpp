@@ -97,7 +97,7 @@ void attention_decode(const TensorView<Storage, 4>& out, const TensorView<const 
       const index_t j0 = jt * bk, nj = std::min(bk, Lk - j0);
       bool any_visible = false;
       for (index_t g = 0; g < G; ++g) {
-        const mask::Tile kind = mask.classify(TileRef{b, hk * G + g, 0, Lq, j0, nj});
+        const mask::Tile kind = mask.classify(TileRef{b, hk * G + g, 0, Lq, j0, nj, hk});
         s.kinds[static_cast<std::size_t>(g)] = kind;
         any_visible = any_visible || kind != mask::Tile::blocked;
         ++(kind == mask::Tile::open ? counted.open : kind == mask::Tile::partial ? counted.partial : counted.blocked);
@@ -105,7 +105,7 @@ void attention_decode(const TensorView<Storage, 4>& out, const TensorView<const 
       if (!any_visible) continue;
       for (index_t g = 0; g < G; ++g) {
         Acc* Sg = S + g * Lq * bk;
-        const TileRef tile{b, hk * G + g, 0, Lq, j0, nj};
+        const TileRef tile{b, hk * G + g, 0, Lq, j0, nj, hk};
         const mask::Tile kind = s.kinds[static_cast<std::size_t>(g)];
         if (kind == mask::Tile::blocked) {
           for (index_t i = 0; i < Lq; ++i) std::fill_n(Sg + i * bk, nj, -std::numeric_limits<Acc>::infinity());

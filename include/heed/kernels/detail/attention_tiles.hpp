@@ -153,45 +153,43 @@ class TiledAttention {
   // block, a causal mask's last rows) then does not start when the others are about to finish.
   void group_task(index_t g, index_t first, index_t rest, int worker) {
     const index_t nth = rest % q_tiles_, qt = nth == 0 ? q_tiles_ - 1 : nth - 1;
-    query_tile(g / Hkv_, (g % Hkv_) * group_ + rest / q_tiles_, qt * bq_, g - first, worker);
+    const index_t b = g / Hkv_, hk = g % Hkv_, i0 = qt * bq_;
+    query_tile(QueryTile{b, hk * group_ + rest / q_tiles_, hk, i0, std::min(bq_, Lq_ - i0)}, g - first, worker);
   }
 
-  // Query tile [i0, i0 + ni) of (batch b, query head h), whose group is packed at chunk place
-  // `packed`: the loop of the comment above.
-  void query_tile(index_t b, index_t h, index_t i0, index_t packed, int worker) {
+  // Query tile q, whose group is packed at chunk place `packed`: the loop of the comment above.
+  void query_tile(const QueryTile& q, index_t packed, int worker) {
     AttentionScratch<Acc>& s = scratch_.of(worker);
-    const index_t ni = std::min(bq_, Lq_ - i0);
-    s.start(ni);
+    s.start(q.ni);
     // the key tiles this query tile visits, walked once: the spans and the look-ahead read them
-    const index_t visited = visited_tiles(mask_, b, h, i0, ni, bk_, Lk_, s.visited.data(), s.kinds.data(), k_tiles_);
+    const index_t visited = visited_tiles(mask_, q, bk_, Lk_, s.visited.data(), s.kinds.data(), k_tiles_);
     s.stats.blocked += k_tiles_ - visited;
     for (index_t u = 0; u < visited; ++u)
       ++(s.kinds[static_cast<std::size_t>(u)] == mask::Tile::open ? s.stats.open : s.stats.partial);
     LookAhead ahead;  // nothing added: its steps do nothing
-    if (look_ahead_) ask_ahead(ahead, s, visited, b, h, i0, ni, packed);
+    if (look_ahead_) ask_ahead(ahead, s, visited, q, packed);
     bool started = false;  // O holds a value (before the first span it is not even zero)
     for (index_t first = 0, count = 0; first < visited; first += count) {
       count = std::min(span_tiles_, visited - first);
-      span(s, KeySpan(s.visited.data() + first, count, bk_, Lk_), first, count, b, h, i0, ni, packed, started, ahead);
+      span(s, KeySpan(s.visited.data() + first, count, bk_, Lk_), first, count, q, packed, started, ahead);
       started = true;
     }
-    write_rows(s, b, h, i0, ni, started);
+    write_rows(s, q, started);
   }
 
   // One span: S = its scores, masked tile by tile; each row's softmax step (P where the value
   // product reads it, and into the weights when asked); O = correction·O + P·V.
-  void span(AttentionScratch<Acc>& s, const KeySpan& span, index_t first, index_t count, index_t b, index_t h,
-            index_t i0, index_t ni, index_t packed, bool started, LookAhead& ahead) {
+  void span(AttentionScratch<Acc>& s, const KeySpan& span, index_t first, index_t count, const QueryTile& q,
+            index_t packed, bool started, LookAhead& ahead) {
     Acc* S = s.scores.data();
     const index_t* tile_ids = s.visited.data() + first;
     const mask::Tile* kinds = s.kinds.data() + first;
-    for (index_t r = 0; r < span.runs; ++r)
-      scorer_.scores(TileRef{b, h, i0, ni, span.key(r), span.run_keys(r)}, S + span.col[r], ld_);
+    for (index_t r = 0; r < span.runs; ++r) scorer_.scores(q.keys(span.key(r), span.run_keys(r)), S + span.col[r], ld_);
     for (index_t u = 0; u < count; ++u)
-      if (kinds[u] == mask::Tile::partial) mask_.apply(tile(b, h, i0, ni, tile_ids[u]), S + u * bk_, ld_);
+      if (kinds[u] == mask::Tile::partial) mask_.apply(key_tile(q, tile_ids[u]), S + u * bk_, ld_);
 
-    bfloat16* rounded = values_.rounded_p(s.rounded_p, ni, span.keys);
-    for (index_t i = 0; i < ni; ++i) {
+    bfloat16* rounded = values_.rounded_p(s.rounded_p, q.ni, span.keys);
+    for (index_t i = 0; i < q.ni; ++i) {
       ahead.step();
       Acc* row = S + i * ld_;
       OnlineSoftmax<Acc>& state = s.rows[static_cast<std::size_t>(i)];
@@ -199,32 +197,32 @@ class TiledAttention {
           state, row, span.keys, rounded ? rounded + i * values_.rounded_ld(span.keys) : nullptr, with_weights_);
       if (with_weights_) {
         for (index_t r = 0; r < span.runs; ++r) {
-          Storage* w = &weights_(b, h, i0 + i, span.key(r));
+          Storage* w = &weights_(q.b, q.h, q.i0 + i, span.key(r));
           const Acc* p = row + span.col[r];
           for (index_t j = 0; j < span.run_keys(r); ++j) w[j] = static_cast<Storage>(p[j]);
         }
         for (index_t u = 0; u < count; ++u) s.m_at[static_cast<std::size_t>(i * k_tiles_ + tile_ids[u])] = state.m;
       }
     }
-    values_.accumulate(span, S, ld_, rounded, ni, b, h / group_, packed, s.acc.data(),
+    values_.accumulate(span, S, ld_, rounded, q.ni, q.b, q.hk, packed, s.acc.data(),
                        started ? s.correction.data() : nullptr, s.ones.data());
   }
 
   // The rows' outputs O / l (or the fill of a fully masked row), and their weights rescaled from
   // exp(s - m_then) to exp(s - m) / l, 0 where s - m < softmax_floor: there w < exp(floor + m -
   // m_then) = cut, tested before the product, which could be subnormal.
-  void write_rows(const AttentionScratch<Acc>& s, index_t b, index_t h, index_t i0, index_t ni, bool started) {
+  void write_rows(const AttentionScratch<Acc>& s, const QueryTile& q, bool started) {
     const Acc* O = s.acc.data();
-    for (index_t i = 0; i < ni; ++i) {
+    for (index_t i = 0; i < q.ni; ++i) {
       const OnlineSoftmax<Acc>& state = s.rows[static_cast<std::size_t>(i)];
       const Acc norm = state.normalizer(options_.masked_rows);
-      Storage* o = &out_(b, h, i0 + i, 0);
+      Storage* o = &out_(q.b, q.h, q.i0 + i, 0);
       const index_t os = out_.stride(3);
       // norm · 0 carries a NaN normalizer (MaskedRows::nan) into a row no tile reached
       for (index_t c = 0; c < dv_; ++c)
         o[c * os] = static_cast<Storage>(started ? O[i * dv_ + c] * norm : norm * Acc(0));
       if (!with_weights_) continue;
-      Storage* w = &weights_(b, h, i0 + i, 0);
+      Storage* w = &weights_(q.b, q.h, q.i0 + i, 0);
       if (state.l == Acc(0) || std::isnan(state.l)) {  // fully masked: all fill (0 is there); a NaN score: all NaN
         if (std::isnan(norm)) std::fill(w, w + Lk_, static_cast<Storage>(norm));
         continue;
@@ -250,25 +248,26 @@ class TiledAttention {
   // Asks `ahead` for the key tiles this worker's next query tile of the head visits and this
   // one does not: the next tile when the worker computes its own group, else the one after the
   // other workers' if the scheduler hands out tiles in turn.
-  void ask_ahead(LookAhead& ahead, const AttentionScratch<Acc>& s, index_t visited, index_t b, index_t h, index_t i0,
-                 index_t ni, index_t packed) const {
-    const index_t next = i0 + (own_groups_ ? 1 : threads_) * bq_;
+  void ask_ahead(LookAhead& ahead, const AttentionScratch<Acc>& s, index_t visited, const QueryTile& q,
+                 index_t packed) const {
+    const index_t next = q.i0 + (own_groups_ ? 1 : threads_) * bq_;
     if (next >= Lq_) return;
     index_t there[max_span_tiles];
-    const index_t n_there =
-        visited_tiles(mask_, b, h, next, std::min(bq_, Lq_ - next), bk_, Lk_, there, nullptr, max_span_tiles);
+    const QueryTile after{q.b, q.h, q.hk, next, std::min(bq_, Lq_ - next)};
+    const index_t n_there = visited_tiles(mask_, after, bk_, Lk_, there, nullptr, max_span_tiles);
     for (index_t u = 0; u < n_there; ++u) {
       if (std::binary_search(s.visited.data(), s.visited.data() + visited, there[u])) continue;
       const index_t j0 = there[u] * bk_, nj = std::min(bk_, Lk_ - j0);
-      const auto [keys, key_bytes] = scorer_.packed_keys(b, h, j0, nj);
+      const auto [keys, key_bytes] = scorer_.packed_keys(q.b, q.hk, j0, nj);
       ahead.add(keys, key_bytes);
-      values_.ask_ahead(ahead, b, h / group_, packed, j0, nj);
+      values_.ask_ahead(ahead, q.b, q.hk, packed, j0, nj);
     }
-    ahead.spread(ni * std::max<index_t>(1, (visited + span_tiles_ - 1) / span_tiles_));  // a step per row update
+    ahead.spread(q.ni * std::max<index_t>(1, (visited + span_tiles_ - 1) / span_tiles_));  // a step per row update
   }
 
-  [[nodiscard]] TileRef tile(index_t b, index_t h, index_t i0, index_t ni, index_t jt) const noexcept {
-    return TileRef{b, h, i0, ni, jt * bk_, std::min(bk_, Lk_ - jt * bk_)};
+  // q's key tile number jt
+  [[nodiscard]] TileRef key_tile(const QueryTile& q, index_t jt) const noexcept {
+    return q.keys(jt * bk_, std::min(bk_, Lk_ - jt * bk_));
   }
 
   TensorView<Storage, 4> out_, weights_;

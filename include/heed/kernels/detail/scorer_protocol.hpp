@@ -29,7 +29,7 @@ consteval bool check_scorer() {
         requires(S & s, index_t i) { s.pack(i); }, "heed: a scorer with packed_bytes() needs pack(index_t group)");
     static_assert(
         requires(const S& s, index_t i) { s.packed_keys(i, i, i, i); },
-        "heed: a scorer with packed_bytes() needs packed_keys(index_t b, index_t h, index_t j0, index_t nj) "
+        "heed: a scorer with packed_bytes() needs packed_keys(index_t b, index_t hk, index_t j0, index_t nj) "
         "const, returning {pointer, bytes}");
     static_assert(PackingScorer<S>, "heed: the packing methods of this scorer do not have the protocol's types");
   }

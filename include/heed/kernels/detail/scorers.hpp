@@ -16,8 +16,8 @@
 #include "heed/simd/vector_ops.hpp"
 
 // The bound forms of the score policies of heed/kernels/score.hpp: what `bind` returns for one
-// call's q and k, and the driver calls per tile. With grouped heads (k has Hq / group heads),
-// query head h reads key head h / group in place.
+// call's q and k, and the driver calls per tile. With grouped heads, a tile's query head t.h
+// reads key head t.hk in place.
 namespace heed::detail {
 
 // scale · Q_tile K_tileᵀ. With enough query rows to pay for it (Lq >= 2·MR), Kᵀ is packed into
@@ -33,8 +33,7 @@ class DotScorer {
   // bfloat16 on AVX-512 BF16: Kᵀ packed with the depth in pairs, tiles on pair_micro_kernel
   static constexpr bool pairs = std::is_same_v<Storage, bfloat16> && simd::bf16_pair_products;
 
-  DotScorer(TensorView<const Storage, 4> q, TensorView<const Storage, 4> k, Acc scale)
-      : q_(q), k_(k), scale_(scale), group_(q.size(1) / std::max<index_t>(k.size(1), 1)) {}
+  DotScorer(TensorView<const Storage, 4> q, TensorView<const Storage, 4> k, Acc scale) : q_(q), k_(k), scale_(scale) {}
 
   // Bytes of packed Kᵀ per (batch, key head), 0 when this call does not pack.
   [[nodiscard]] index_t packed_bytes() const noexcept {
@@ -75,22 +74,21 @@ class DotScorer {
     for (index_t j0 = 0; j0 < k_.size(2); j0 += pack_piece_keys) pack_keys(group, j0);
   }
 
-  // Where the packed Kᵀ of keys [j0, j0 + nj) of query head h's key head lies, and its bytes
+  // Where the packed Kᵀ of keys [j0, j0 + nj) of (batch b, key head hk) lies, and its bytes
   // ({nullptr, 0} where the tile is not read from packed panels): what the driver asks ahead for.
-  [[nodiscard]] std::pair<const Storage*, index_t> packed_keys(index_t b, index_t h, index_t j0,
+  [[nodiscard]] std::pair<const Storage*, index_t> packed_keys(index_t b, index_t hk, index_t j0,
                                                                index_t nj) const noexcept {
     if (!prepared_ || j0 % NR != 0) return {nullptr, 0};
-    return {panels(b, h / group_) + j0 * packed_depth(),
-            (nj + NR - 1) / NR * NR * packed_depth() * index_t{sizeof(Storage)}};
+    return {panels(b, hk) + j0 * packed_depth(), (nj + NR - 1) / NR * NR * packed_depth() * index_t{sizeof(Storage)}};
   }
 
   void scores(const TileRef& t, Acc* out, index_t ld) const {
-    const index_t d = q_.size(3), hk = t.h / group_;
+    const index_t d = q_.size(3);
     if constexpr (pairs) {
       if (prepared_ && t.j0 % NR == 0) return pair_scores(t, out, ld);
     }
     if (prepared_ && t.j0 % NR == 0) {
-      const Storage* kt = panels(t.b, hk) + t.j0 * d;
+      const Storage* kt = panels(t.b, t.hk) + t.j0 * d;
       const auto run = [&](const auto* q, index_t ldq) {
         // panel by panel: a panel of Kᵀ (depth × NR) stays in L1 while every query row block reads it
         for (index_t jp = 0; jp < t.nj; jp += NR)
@@ -111,8 +109,8 @@ class DotScorer {
       return;
     }
     for (index_t i = 0; i < t.ni; ++i)
-      simd::attention_row_scores(d, &q_(t.b, t.h, t.i0 + i, 0), &k_(t.b, hk, t.j0, 0), k_.stride(2), t.nj, out + i * ld,
-                                 scale_);
+      simd::attention_row_scores(d, &q_(t.b, t.h, t.i0 + i, 0), &k_(t.b, t.hk, t.j0, 0), k_.stride(2), t.nj,
+                                 out + i * ld, scale_);
   }
 
  private:
@@ -120,7 +118,7 @@ class DotScorer {
   // depth is odd), Kᵀ from its pair-packed panels.
   void pair_scores(const TileRef& t, Acc* out, index_t ld) const {
     const index_t d = q_.size(3), pairs_per_row = (d + 1) / 2;
-    const Storage* kt = panels(t.b, t.h / group_) + t.j0 * 2 * pairs_per_row;
+    const Storage* kt = panels(t.b, t.hk) + t.j0 * 2 * pairs_per_row;
     const Storage* q = &q_(t.b, t.h, t.i0, 0);
     index_t ldq = q_.stride(2);
     if (d % 2 != 0) {
@@ -164,7 +162,6 @@ class DotScorer {
 
   TensorView<const Storage, 4> q_, k_;
   Acc scale_;
-  index_t group_;
   index_t panel_stride_ = 0;                        // values per (batch, key head) in packed_
   index_t first_ = 0, capacity_ = 0;                // the first group packed, and how many groups fit
   std::unique_ptr<Storage, AlignedDelete> packed_;  // Kᵀ panels, [groups, ceil(Lk / NR), d, NR], 64-byte aligned
@@ -176,10 +173,7 @@ template <class Acc>
 class AdditiveScorer {
  public:
   AdditiveScorer(Tensor<Acc, 4> q_proj, Tensor<Acc, 4> k_proj, Tensor<Acc, 1> v)
-      : q_proj_(std::move(q_proj)),
-        k_proj_(std::move(k_proj)),
-        v_(std::move(v)),
-        group_(q_proj_.size(1) / std::max<index_t>(k_proj_.size(1), 1)) {}
+      : q_proj_(std::move(q_proj)), k_proj_(std::move(k_proj)), v_(std::move(v)) {}
 
   void scores(const TileRef& t, Acc* out, index_t ld) const {
     const index_t hidden = v_.size(0);
@@ -191,14 +185,13 @@ class AdditiveScorer {
     for (index_t i = 0; i < t.ni; ++i) {
       const Acc* qp = &q_proj_(t.b, t.h, t.i0 + i, 0);
       for (index_t j = 0; j < t.nj; ++j)
-        out[i * ld + j] = simd::tanh_dot(qp, &k_proj_(t.b, t.h / group_, t.j0 + j, 0), v, hidden);
+        out[i * ld + j] = simd::tanh_dot(qp, &k_proj_(t.b, t.hk, t.j0 + j, 0), v, hidden);
     }
   }
 
  private:
   Tensor<Acc, 4> q_proj_, k_proj_;  // [B, H, L, hidden]
   Tensor<Acc, 1> v_;                // a dense copy: read contiguously in the hot loop
-  index_t group_;
 };
 
 inline void check_same_depth(const Shape<4>& q, const Shape<4>& k, const char* who) {

@@ -31,16 +31,24 @@ TileShape chosen_tiles(const Mask& mask, const AttentionOptions& options) noexce
                                   : default_block_k};
 }
 
-// The key tiles (b, h)'s query tile [q0, q0 + qn) visits, in key order, at most `most` of them,
-// with their kinds (open or partial) where `kinds` is not null. A blocked tile is skipped; a
-// mask that knows where its next visible key is lets the walk jump there.
+// One query tile: rows [i0, i0 + ni) of (batch b, query head h), which reads key/value head hk.
+struct QueryTile {
+  index_t b, h, hk, i0, ni;
+
+  // its tile over keys [j0, j0 + nj)
+  [[nodiscard]] TileRef keys(index_t j0, index_t nj) const noexcept { return TileRef{b, h, i0, ni, j0, nj, hk}; }
+};
+
+// The key tiles (of bk keys, Lk in all) query tile q visits, in key order, at most `most` of
+// them, with their kinds (open or partial) where `kinds` is not null. A blocked tile is skipped;
+// a mask that knows where its next visible key is lets the walk jump there.
 template <class Mask>
-index_t visited_tiles(const Mask& mask, index_t b, index_t h, index_t q0, index_t qn, index_t bk, index_t Lk,
-                      index_t* ids, mask::Tile* kinds, index_t most) noexcept {
+index_t visited_tiles(const Mask& mask, const QueryTile& q, index_t bk, index_t Lk, index_t* ids, mask::Tile* kinds,
+                      index_t most) noexcept {
   const index_t k_tiles = (Lk + bk - 1) / bk;
   index_t count = 0;
   for (index_t jt = 0; jt < k_tiles && count < most;) {
-    const TileRef tile{b, h, q0, qn, jt * bk, std::min(bk, Lk - jt * bk)};
+    const TileRef tile = q.keys(jt * bk, std::min(bk, Lk - jt * bk));
     const mask::Tile kind = mask.classify(tile);
     if (kind == mask::Tile::blocked) {
       jt = std::max(jt + 1, std::min(k_tiles, mask::next_visible_key(mask, tile) / bk));

@@ -1,10 +1,9 @@
 #include <gtest/gtest.h>
 
-#include <functional>
-
 #include <bit>
-
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -119,6 +118,26 @@ TEST(SafeTensors, HalfPrecisionDecodesExactly) {
   EXPECT_EQ(heed::io::half_to_float(0x7C00), INFINITY);
   EXPECT_TRUE(std::isnan(heed::io::half_to_float(0x7E00)));
   EXPECT_EQ(heed::io::bfloat16_to_float(0x3F80), 1.0f);
+  // every bit pattern, against the format's definition: (-1)^s · 2^(e-15) · 1.m, subnormals
+  // 2^-14 · 0.m, exponent 31 infinity or NaN; a bfloat16 is the upper half of a float
+  int wrong = 0;
+  for (std::uint32_t h = 0; h <= 0xFFFF; ++h) {
+    const auto bits16 = static_cast<std::uint16_t>(h);
+    const int e = static_cast<int>((h >> 10) & 0x1F), m = static_cast<int>(h & 0x3FF);
+    const double sign = (h & 0x8000) != 0 ? -1.0 : 1.0;
+    const double value = e == 31  ? (m == 0 ? sign * INFINITY : NAN)
+                         : e == 0 ? sign * std::ldexp(m, -24)
+                                  : sign * std::ldexp(1024 + m, e - 25);
+    const float got = heed::io::half_to_float(bits16);
+    if (std::isnan(value)
+            ? !std::isnan(got)
+            : std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(static_cast<float>(value)))
+      ++wrong;
+    if (std::bit_cast<std::uint32_t>(heed::io::bfloat16_to_float(bits16)) != h << 16 &&
+        !std::isnan(heed::io::bfloat16_to_float(bits16)))
+      ++wrong;
+  }
+  EXPECT_EQ(wrong, 0);
 }
 
 TEST(SafeTensors, RejectsMalformedHeaders) {

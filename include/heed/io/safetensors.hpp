@@ -181,32 +181,14 @@ struct TensorInfo {
   std::size_t end = 0;         ///< one past the last byte, as an offset into the data section
 };
 
-/// IEEE binary16 → float, exact (every half is a float).
-[[nodiscard]] inline float half_to_float(std::uint16_t h) noexcept {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exponent = (h >> 10) & 0x1Fu;
-  std::uint32_t mantissa = h & 0x3FFu;
-  std::uint32_t bits;
-  if (exponent == 0x1F) {
-    bits = sign | 0x7F800000u | (mantissa << 13);  // inf, nan
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;  // ±0
-  } else {        // subnormal: normalize
-    std::uint32_t e = 113;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      --e;
-    }
-    bits = sign | (e << 23) | ((mantissa & 0x3FFu) << 13);
-  }
-  return std::bit_cast<float>(bits);
+/// IEEE binary16 bits → float, exact (every half is a float): Eigen's conversion, as heed::half's.
+[[nodiscard]] inline float half_to_float(std::uint16_t bits) noexcept {
+  return static_cast<float>(std::bit_cast<half>(bits));
 }
 
-/// bfloat16 → float, exact.
-[[nodiscard]] inline float bfloat16_to_float(std::uint16_t h) noexcept {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+/// bfloat16 bits → float, exact: Eigen's conversion, as heed::bfloat16's.
+[[nodiscard]] inline float bfloat16_to_float(std::uint16_t bits) noexcept {
+  return static_cast<float>(std::bit_cast<bfloat16>(bits));
 }
 
 }  // namespace heed::io

@@ -22,7 +22,6 @@
 // MultiheadAttention<bfloat16> call at compile time.
 
 #include <algorithm>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -150,62 +149,11 @@ class KVCache {
 
 /// Keys and values projected once by a module's project_kv ([B, S, Hkv·head_dim] each, as the
 /// projections write them), attended from many calls without projecting them again: a decoder's
-/// memory (MultiheadAttention::attend, DecoderCache).
+/// memory (MultiheadAttention::attend, nn::DecoderCache in decoder_call.hpp).
 template <class Scalar = float>
 struct ProjectedKV {
   Tensor<Scalar, 3> keys;    ///< the projected keys, [B, S, E]
   Tensor<Scalar, 3> values;  ///< the projected values, [B, S, E]
-};
-
-/// What a Transformer decoder keeps between generation steps, per layer: the self-attention's
-/// KVCache and the cross-attention's projected memory (made on the first call after
-/// construction or reset(), then reused). Made by TransformerDecoder::make_cache and
-/// TransformerDecoderLayer::make_cache.
-template <class Scalar = float>
-class DecoderCache {
- public:
-  DecoderCache() = default;
-  /// ShapeError as KVCache's, or for layers < 1.
-  DecoderCache(index_t layers, index_t batch, index_t heads, index_t head_dim, index_t capacity) {
-    if (layers < 1) throw ShapeError("heed::nn::DecoderCache: layers must be >= 1, got " + std::to_string(layers));
-    for (index_t i = 0; i < layers; ++i) self_.emplace_back(batch, heads, head_dim, capacity);
-    memory_.resize(static_cast<std::size_t>(layers));
-  }
-
-  /// Decoder layers.
-  [[nodiscard]] index_t layers() const noexcept { return static_cast<index_t>(self_.size()); }
-  /// Layer i's self-attention cache (unchecked i).
-  [[nodiscard]] KVCache<Scalar>& self_attention(index_t i) noexcept { return self_[static_cast<std::size_t>(i)]; }
-  /// Layer i's self-attention cache, read-only (unchecked i).
-  [[nodiscard]] const KVCache<Scalar>& self_attention(index_t i) const noexcept {
-    return self_[static_cast<std::size_t>(i)];
-  }
-  /// Layer i's projected memory, empty until the first call (unchecked i).
-  [[nodiscard]] std::optional<ProjectedKV<Scalar>>& memory(index_t i) noexcept {
-    return memory_[static_cast<std::size_t>(i)];
-  }
-  /// Layer i's projected memory, read-only (unchecked i).
-  [[nodiscard]] const std::optional<ProjectedKV<Scalar>>& memory(index_t i) const noexcept {
-    return memory_[static_cast<std::size_t>(i)];
-  }
-  /// Positions cached for batch row b (every layer holds as many).
-  [[nodiscard]] index_t length(index_t b) const noexcept { return self_.empty() ? 0 : self_.front().length(b); }
-  /// The most positions any batch row holds.
-  [[nodiscard]] index_t max_length() const noexcept { return self_.empty() ? 0 : self_.front().max_length(); }
-
-  /// Forgets every position and the projected memory (a new sequence with a new memory).
-  void reset() noexcept {
-    for (auto& c : self_) c.reset();
-    for (auto& m : memory_) m.reset();
-  }
-  /// KVCache::truncate_row on every layer.
-  void truncate_row(index_t b, index_t length) {
-    for (auto& c : self_) c.truncate_row(b, length);
-  }
-
- private:
-  std::vector<KVCache<Scalar>> self_;
-  std::vector<std::optional<ProjectedKV<Scalar>>> memory_;
 };
 
 }  // namespace heed::nn

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "heed/core/cast.hpp"
 #include "heed/core/random.hpp"
@@ -20,11 +22,11 @@ namespace {
 using heed::index_t;
 using heed::Tensor;
 using heed::nn::Attention;
-using heed::nn::AttentionConfig;
+using heed::nn::AttentionModuleOptions;
 
 constexpr heed::test::Tolerance float_tol{1e-5, 1e-6};
 
-AttentionConfig config_of(const std::string& name) {
+AttentionModuleOptions config_of(const std::string& name) {
   if (name == "gqa") return {.embed_dim = 64, .num_heads = 8, .num_kv_heads = 2};
   return {.embed_dim = 64, .num_heads = 8, .num_kv_heads = 1, .qkv_bias = true, .rotary = {{.base = 500000.0}}};
 }
@@ -110,6 +112,7 @@ TEST(AttentionModule, BadConfigurationsAndCachesAreShapeErrors) {
   EXPECT_THROW(Attention<float>({.embed_dim = 64, .num_heads = 8, .rotary = {{.dim = 7}}}), heed::ShapeError);
   EXPECT_THROW(Attention<float>({.embed_dim = 64, .num_heads = 8, .rotary = {{.dim = 10}}}), heed::ShapeError);
   const Attention<float> layer({.embed_dim = 32, .num_heads = 4, .num_kv_heads = 2});
+  EXPECT_EQ(Attention<float>({.embed_dim = 32, .num_heads = 4}).options().num_kv_heads, 4);  // 0: num_heads
   const auto x = heed::randn<float>({2, 3, 32}, 1);
   heed::nn::KVCache<float> wrong(2, 4, 8, 16);  // 4 kv heads: a MultiheadAttention's cache
   try {
@@ -125,5 +128,17 @@ TEST(AttentionModule, BadConfigurationsAndCachesAreShapeErrors) {
   Tensor<bool, 2> pad({2, 5});
   EXPECT_THROW((void)layer(x, {.key_padding_mask = pad}), heed::ShapeError);
 }
+
+// the former names stay one release, deprecated
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+static_assert(std::is_same_v<heed::nn::AttentionConfig, AttentionModuleOptions>);
+static_assert(
+    std::is_same_v<decltype(std::declval<const Attention<float>&>().config()), const AttentionModuleOptions&>);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace

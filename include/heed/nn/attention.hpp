@@ -31,7 +31,9 @@
 namespace heed::nn {
 
 /// The constructor options of Attention, with the names of the Hugging Face configurations.
-struct AttentionConfig {
+/// (Not `nn::AttentionOptions`: inside heed::nn that name would hide heed::AttentionOptions, the
+/// attention kernels' per-call options.)
+struct AttentionModuleOptions {
   index_t embed_dim = 0;     ///< hidden_size
   index_t num_heads = 1;     ///< num_attention_heads
   index_t num_kv_heads = 0;  ///< num_key_value_heads; 0: num_heads
@@ -42,6 +44,9 @@ struct AttentionConfig {
   std::optional<RotaryOptions> rotary = RotaryOptions{};
   std::uint64_t seed = 0;  ///< for the PyTorch-style initialization used until load()
 };
+
+/// The name AttentionModuleOptions had before it joined the library's other `*Options`.
+using AttentionConfig [[deprecated("use heed::nn::AttentionModuleOptions")]] = AttentionModuleOptions;
 
 /// The per-call options of Attention.
 template <class Scalar>
@@ -60,15 +65,15 @@ class Attention {
  public:
   /// ShapeError unless embed_dim is a positive multiple of num_heads, num_kv_heads divides
   /// num_heads, and the rotary options fit the head dim (heed::Rotary).
-  explicit Attention(const AttentionConfig& c)
-      : config_(c),
+  explicit Attention(const AttentionModuleOptions& c)
+      : options_(c),
         block_({.embed_dim = c.embed_dim,
                 .num_heads = c.num_heads,
                 .num_kv_heads = c.num_kv_heads,
                 .bias = c.qkv_bias,
                 .seed = c.seed},
                "heed::nn::Attention") {
-    if (config_.num_kv_heads == 0) config_.num_kv_heads = config_.num_heads;
+    if (options_.num_kv_heads == 0) options_.num_kv_heads = options_.num_heads;
     if (c.o_bias != c.qkv_bias) {
       block_.out_proj = Linear<Scalar>(
           {.in_features = c.embed_dim, .out_features = c.embed_dim, .bias = c.o_bias, .seed = c.seed + 6});
@@ -77,16 +82,20 @@ class Attention {
   }
 
   /// The options it was made with (num_kv_heads filled in).
-  [[nodiscard]] const AttentionConfig& config() const noexcept { return config_; }
+  [[nodiscard]] const AttentionModuleOptions& options() const noexcept { return options_; }
+  /// options(), by its former name.
+  [[deprecated("use options()")]] [[nodiscard]] const AttentionModuleOptions& config() const noexcept {
+    return options_;
+  }
   /// embed_dim / num_heads.
   [[nodiscard]] index_t head_dim() const noexcept { return block_.head_dim(); }
 
   /// A cache for this layer: [batch, num_kv_heads, max_len, head_dim] in Scalar.
   [[nodiscard]] KVCache<Scalar> make_cache(const KVCacheOptions& o) const {
-    return KVCache<Scalar>(o.batch, config_.num_kv_heads, head_dim(), o.max_len);
+    return KVCache<Scalar>(o.batch, options_.num_kv_heads, head_dim(), o.max_len);
   }
 
-  /// Loads q_proj, k_proj, v_proj and o_proj (weight, and bias where the config has one).
+  /// Loads q_proj, k_proj, v_proj and o_proj (weight, and bias where the options have one).
   template <WeightSource S>
   void load(const Loader<S>& from) {
     block_.q_proj.load(from.child("q_proj."));
@@ -110,7 +119,8 @@ class Attention {
     std::optional<detail::CacheStore<Scalar>> store;
     if (call.cache) {
       KVCache<Scalar>& cache = *call.cache;
-      const Shape<3> want{B, config_.num_kv_heads, head_dim()}, have{cache.batch(), cache.kv_heads(), cache.head_dim()};
+      const Shape<3> want{B, options_.num_kv_heads, head_dim()},
+          have{cache.batch(), cache.kv_heads(), cache.head_dim()};
       if (want != have)
         throw ShapeError("heed::nn::Attention: the cache holds [batch, kv_heads, head_dim] = " + to_string(have) +
                          ", this call needs " + to_string(want) + " (make it with make_cache)");
@@ -146,7 +156,7 @@ class Attention {
     const Rotary<Scalar>* rotary;
   };
 
-  AttentionConfig config_;
+  AttentionModuleOptions options_;
   detail::AttentionBlock<Scalar> block_;
   std::optional<Rotary<Scalar>> rotary_;
 };

@@ -49,8 +49,8 @@ struct CausalPerRow {
   /// @copydoc Causal::next_visible_key
   [[nodiscard]] index_t next_visible_key(const TileRef&) const noexcept { return no_visible_key; }
   /// @copydoc None::apply
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
     row(t).apply(t, scores, ld);
   }
 
@@ -75,8 +75,8 @@ struct Dynamic {
   /// Blocked when a part blocks the tile, open when every part opens it.
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept { return detail::intersection_classify(*this, t); }
   /// Each part that does not open the tile applies itself.
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
     detail::intersection_apply(*this, t, scores, ld);
   }
   /// The smallest preference of the parts, dimension by dimension.

@@ -41,27 +41,27 @@ namespace heed {
 /// type (float for a 16-bit W). Built once; read by every call. A bfloat16 W on a target with
 /// pair products (`pairs`) keeps k in pairs instead: panel[(kk / 2) · 2NR + 2j + kk % 2], k
 /// padded to even with a zero.
-template <class T>
+template <class Storage>
 class PackedMatrix {
  public:
-  using Acc = accumulator_t<T>;  ///< the type of the bias and of the arithmetic (float for 16-bit T)
+  using Acc = accumulator_t<Storage>;  ///< the type of the bias and of the arithmetic (float for 16-bit Storage)
   /// True when the panels hold k in pairs for simd::gemm_pair_micro_kernel.
-  static constexpr bool pairs = std::is_same_v<T, bfloat16> && simd::bf16_pair_products;
+  static constexpr bool pairs = std::is_same_v<Storage, bfloat16> && simd::bf16_pair_products;
   PackedMatrix() = default;
   /// Packs w [n, k] (row-major) and, if given, bias [n].
-  PackedMatrix(const T* w, index_t n, index_t k, const T* bias = nullptr)
+  PackedMatrix(const Storage* w, index_t n, index_t k, const Storage* bias = nullptr)
       : n_(n), k_(k), depth_(pairs ? simd::pair_depth(k) : k) {
-    constexpr index_t nr = simd::GemmTile<T>::nr;
+    constexpr index_t nr = simd::GemmTile<Storage>::nr;
     const index_t panels = (n + nr - 1) / nr;
-    data_.assign(static_cast<std::size_t>(panels * depth_ * nr), T(0));
+    data_.assign(static_cast<std::size_t>(panels * depth_ * nr), Storage(0));
     if (bias) {
       bias_.assign(static_cast<std::size_t>(panels * nr), Acc(0));
-      std::transform(bias, bias + n, bias_.begin(), [](T b) { return static_cast<Acc>(b); });
+      std::transform(bias, bias + n, bias_.begin(), [](Storage b) { return static_cast<Acc>(b); });
     }
     for (index_t p = 0; p < panels; ++p)
       for (index_t j = 0; j < nr && p * nr + j < n; ++j) {
-        const T* row = w + (p * nr + j) * k;
-        T* panel = data_.data() + p * depth_ * nr;
+        const Storage* row = w + (p * nr + j) * k;
+        Storage* panel = data_.data() + p * depth_ * nr;
         for (index_t kk = 0; kk < k; ++kk) {
           if constexpr (pairs)
             panel[(kk / 2) * 2 * nr + 2 * j + kk % 2] = row[kk];
@@ -78,30 +78,30 @@ class PackedMatrix {
   /// True for a default-constructed (or 0 × k) matrix.
   [[nodiscard]] bool empty() const noexcept { return data_.empty(); }
   /// Panel p from depth k0 on: (k - k0) × NR values.
-  [[nodiscard]] const T* panel(index_t p, index_t k0) const noexcept {
-    return data_.data() + (p * depth_ + k0) * simd::GemmTile<T>::nr;  // k0 is even where pairs
+  [[nodiscard]] const Storage* panel(index_t p, index_t k0) const noexcept {
+    return data_.data() + (p * depth_ + k0) * simd::GemmTile<Storage>::nr;  // k0 is even where pairs
   }
   /// The NR bias values of panel p, or nullptr without a bias.
   [[nodiscard]] const Acc* bias(index_t p) const noexcept {
-    return bias_.empty() ? nullptr : bias_.data() + p * simd::GemmTile<T>::nr;
+    return bias_.empty() ? nullptr : bias_.data() + p * simd::GemmTile<Storage>::nr;
   }
 
  private:
   index_t n_ = 0, k_ = 0, depth_ = 0;  // depth_: k, or k rounded up to even where pairs
-  std::vector<T> data_;
+  std::vector<Storage> data_;
   std::vector<Acc> bias_;
 };
 
 /// What gemm_nt does besides the product: add to C, or to another matrix of C's shape (a
 /// residual connection: C = D + A·Wᵀ without copying D into C first), and after the last k
 /// block add the bias (when W was packed with one) and apply ReLU, in registers.
-template <class T>
+template <class Storage>
 struct GemmOptions {
-  bool accumulate = false;    ///< C += A·Wᵀ (ignored when there is an addend)
-  const T* addend = nullptr;  ///< C = addend + A·Wᵀ: row-major [m, n] with leading dimension ld_addend (may be C)
-  index_t ld_addend = 0;      ///< the leading dimension of addend
-  bool relu = false;          ///< max(0, ·) applied to the result
-  int threads = 0;            ///< as parallel_for takes it (0: heed::num_threads())
+  bool accumulate = false;          ///< C += A·Wᵀ (ignored when there is an addend)
+  const Storage* addend = nullptr;  ///< C = addend + A·Wᵀ: row-major [m, n] with leading dimension ld_addend (may be C)
+  index_t ld_addend = 0;            ///< the leading dimension of addend
+  bool relu = false;                ///< max(0, ·) applied to the result
+  int threads = 0;                  ///< as parallel_for takes it (0: heed::num_threads())
 };
 
 /// An epilogue that does nothing.
@@ -113,13 +113,13 @@ struct NoEpilogue {
 
 /// C [m, n] = (C or D or 0) + A [m, k] · Wᵀ (+ bias, ReLU: see GemmOptions), W packed; A and C
 /// row-major with leading dimensions lda, ldc. Then epilogue(row, col0, count) for every
-/// finished segment c[i, col0 : col0 + count], while it is in L1 (e.g. GELU); for a 16-bit T
+/// finished segment c[i, col0 : col0 + count], while it is in L1 (e.g. GELU); for a 16-bit Storage
 /// the epilogue sees the float row before it is rounded (row is a float*). Blocks of rows run
 /// in parallel (each worker packs its own A block). The caller guarantees the shapes.
-template <class T, class Epilogue = NoEpilogue>
-void gemm_nt(const T* a, index_t lda, index_t m, const PackedMatrix<T>& w, T* c, index_t ldc,
-             const GemmOptions<T>& options = {}, const Epilogue& epilogue = {}) {
-  if constexpr (is_16bit_float_v<T>)
+template <class Storage, class Epilogue = NoEpilogue>
+void gemm_nt(const Storage* a, index_t lda, index_t m, const PackedMatrix<Storage>& w, Storage* c, index_t ldc,
+             const GemmOptions<Storage>& options = {}, const Epilogue& epilogue = {}) {
+  if constexpr (is_16bit_float_v<Storage>)
     detail::gemm_nt_widened(a, lda, m, w, c, ldc, options, epilogue);
   else
     detail::gemm_nt_native(a, lda, m, w, c, ldc, options, epilogue);

@@ -52,8 +52,8 @@ struct None {
   [[nodiscard]] Tile classify(const TileRef&) const noexcept { return Tile::open; }
   /// Masks the partial tile t: `scores` is its row-major [ni, nj] block with leading dimension `ld`; hidden scores
   /// become -inf, biases are added (MaskPolicy; hot, unchecked).
-  template <class T>
-  void apply(const TileRef&, T*, index_t) const noexcept {}
+  template <class Acc>
+  void apply(const TileRef&, Acc*, index_t) const noexcept {}
 };
 
 /// Query i sees key j iff j <= i + offset.
@@ -75,8 +75,8 @@ struct Causal {
   /// A blocked tile is past every row's last visible key, and so is every key after it.
   [[nodiscard]] index_t next_visible_key(const TileRef&) const noexcept { return no_visible_key; }
   /// @copydoc None::apply
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
     const index_t off = detail::bounded(offset);
     for (index_t i = 0; i < t.ni; ++i) {
       const index_t first_hidden = std::max<index_t>(t.i0 + i + off + 1 - t.j0, 0);
@@ -121,14 +121,14 @@ struct SlidingWindow {
     return t.j0 + t.nj <= first ? first : no_visible_key;
   }
   /// @copydoc None::apply
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
     const index_t first = detail::window_edge(offset, left, false), last = detail::window_edge(offset, right, true);
     for (index_t i = 0; i < t.ni; ++i) {
       const index_t at = t.i0 + i - t.j0;  // the query's position relative to the tile's first key
       const index_t lo = std::clamp<index_t>(at + first, 0, t.nj);
       const index_t hi = std::clamp<index_t>(at + last + 1, 0, t.nj);
-      T* row = scores + i * ld;
+      Acc* row = scores + i * ld;
       detail::hide(row, 0, lo);
       detail::hide(row, std::max(lo, hi), t.nj);
     }
@@ -159,13 +159,13 @@ class KeyPadding {
     return padded == 0 ? Tile::open : padded == t.nj ? Tile::blocked : Tile::partial;
   }
   /// @copydoc None::apply
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
     const bool* row = ignore_.row(t.b, 0, 0);
     const index_t s = ignore_.column_stride();
     for (index_t j = 0; j < t.nj; ++j)
       if (row[(t.j0 + j) * s])
-        for (index_t i = 0; i < t.ni; ++i) scores[i * ld + j] = detail::minus_inf<T>;
+        for (index_t i = 0; i < t.ni; ++i) scores[i * ld + j] = detail::minus_inf<Acc>;
   }
 
  private:
@@ -211,13 +211,13 @@ class Allowed {
     return visible == t.ni * t.nj ? Tile::open : visible == 0 ? Tile::blocked : Tile::partial;
   }
   /// @copydoc None::apply
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
     const index_t s = allowed_.column_stride();
     for (index_t i = 0; i < t.ni; ++i) {
       const bool* row = allowed_.row(t.b, t.h, t.i0 + i);
       for (index_t j = 0; j < t.nj; ++j)
-        if (!row[(t.j0 + j) * s]) scores[i * ld + j] = detail::minus_inf<T>;
+        if (!row[(t.j0 + j) * s]) scores[i * ld + j] = detail::minus_inf<Acc>;
     }
   }
 
@@ -239,13 +239,13 @@ class Bias {
   /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef&) const noexcept { return Tile::partial; }
   /// @copydoc None::apply
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
     const index_t s = bias_.column_stride();
     for (index_t i = 0; i < t.ni; ++i) {
       const Scalar* row = bias_.row(t.b, t.h, t.i0 + i) + t.j0 * s;
-      T* out = scores + i * ld;
-      for (index_t j = 0; j < t.nj; ++j) out[j] += static_cast<T>(row[j * s]);
+      Acc* out = scores + i * ld;
+      for (index_t j = 0; j < t.nj; ++j) out[j] += static_cast<Acc>(row[j * s]);
     }
   }
 
@@ -273,14 +273,14 @@ struct ALiBi {
   /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef&) const noexcept { return Tile::partial; }
   /// @copydoc None::apply
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
-    const T slope = static_cast<T>(slopes[static_cast<std::size_t>(t.h)]);
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
+    const Acc slope = static_cast<Acc>(slopes[static_cast<std::size_t>(t.h)]);
     const index_t off = detail::bounded(offset);
     for (index_t i = 0; i < t.ni; ++i) {
       const index_t first = t.j0 - (t.i0 + i + off);  // j - i - offset at the tile's first key
-      T* row = scores + i * ld;
-      for (index_t j = 0; j < t.nj; ++j) row[j] += slope * static_cast<T>(first + j);
+      Acc* row = scores + i * ld;
+      for (index_t j = 0; j < t.nj; ++j) row[j] += slope * static_cast<Acc>(first + j);
     }
   }
 };
@@ -297,8 +297,8 @@ class AllOf {
   /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept { return detail::intersection_classify(*this, t); }
   /// @copydoc None::apply
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
     detail::intersection_apply(*this, t, scores, ld);
   }
   /// The smallest preference of its parts, dimension by dimension.

@@ -114,8 +114,8 @@ class BlockSparse {
     return next == layout_.shape()[3] ? no_visible_key : next * block_;
   }
   /// @copydoc None::apply
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
     const index_t s = layout_.column_stride();
     for (index_t bi = t.i0 / block_; bi * block_ < t.i0 + t.ni; ++bi) {
       const bool* row = layout_.row(t.b, t.h, bi);
@@ -218,8 +218,8 @@ class GlobalTokens {
     return j == data_->length ? no_visible_key : j;
   }
   /// @copydoc None::apply
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
     const index_t b = data_->batch == 1 ? 0 : t.b;
     const unsigned char* flags = data_->flags.data() + b * data_->length;
     const index_t* next = data_->next.data() + b * (data_->length + 1);
@@ -227,7 +227,7 @@ class GlobalTokens {
     for (index_t i = 0; i < t.ni; ++i) {
       if (flags[t.i0 + i]) continue;
       // a non-global row keeps the global keys only: hide the runs between them
-      T* row = scores + i * ld;
+      Acc* row = scores + i * ld;
       for (index_t j = t.j0; j < end;) {
         const index_t global = std::min(next[j], end);
         detail::hide(row, j - t.j0, global - t.j0);
@@ -278,8 +278,8 @@ class AnyOf {
   /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept { return detail::union_classify(*this, t); }
   /// @copydoc None::apply
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
     detail::union_apply(*this, t, scores, ld);
   }
   /// The narrowest tile any part prefers.
@@ -324,8 +324,8 @@ struct Sparse {
   /// @copydoc None::classify
   [[nodiscard]] Tile classify(const TileRef& t) const noexcept { return detail::union_classify(*this, t); }
   /// @copydoc None::apply
-  template <class T>
-  void apply(const TileRef& t, T* scores, index_t ld) const noexcept {
+  template <class Acc>
+  void apply(const TileRef& t, Acc* scores, index_t ld) const noexcept {
     detail::union_apply(*this, t, scores, ld);
   }
   /// The narrowest tile any part prefers.

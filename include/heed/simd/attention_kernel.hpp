@@ -36,124 +36,125 @@
 
 namespace heed::simd {
 
-/// The blocking of the attention micro-kernel for scalar T.
-template <class T>
+/// The blocking of the attention micro-kernel for accumulator type Acc.
+template <class Acc>
 struct AttentionTile {
-  static constexpr index_t nr = 2 * static_cast<index_t>(width<T>);  ///< columns of C per call (keys, value columns)
-  static constexpr index_t mr = width<T> >= 16 ? 8 : 6;              ///< rows of C per call (queries)
+  static constexpr index_t nr = 2 * static_cast<index_t>(width<Acc>);  ///< columns of C per call (keys, value columns)
+  static constexpr index_t mr = width<Acc> >= 16 ? 8 : 6;              ///< rows of C per call (queries)
 };
 
 /// attention_micro_kernel (below) over B rows in `runs` runs: run s has depths[s] rows from bs[s] (ldb
 /// apart), matched with the next depths[s] columns of A (A's columns are side by side, B's runs
 /// anywhere). O = c·O + P·V over a span of key tiles that are not adjacent, with one pass over C.
-template <class T, int Batches = 2, class TA, class TB>
+template <class Acc, int Batches = 2, class TA, class TB>
 inline void attention_micro_kernel_runs(index_t runs, const index_t* depths, const TB* const* bs, index_t ldb,
-                                        const TA* a, index_t lda, index_t m_valid, index_t n_valid, T* c, index_t ldc,
-                                        const T* c_scale, T alpha) noexcept {
-  static_assert(std::is_same_v<accumulator_t<TA>, T> && std::is_same_v<accumulator_t<TB>, T>,
+                                        const TA* a, index_t lda, index_t m_valid, index_t n_valid, Acc* c, index_t ldc,
+                                        const Acc* c_scale, Acc alpha) noexcept {
+  static_assert(std::is_same_v<accumulator_t<TA>, Acc> && std::is_same_v<accumulator_t<TB>, Acc>,
                 "A and B widen to C's type");
   static_assert(Batches == 1 || Batches == 2, "a micro-kernel block is one or two vectors wide");
-  constexpr auto MR = static_cast<std::size_t>(AttentionTile<T>::mr), NB = static_cast<std::size_t>(Batches);
+  constexpr auto MR = static_cast<std::size_t>(AttentionTile<Acc>::mr), NB = static_cast<std::size_t>(Batches);
   const TA* rows[MR];
   for (std::size_t r = 0; r < MR; ++r)  // padding rows repeat a valid one
     rows[r] = a + std::min(static_cast<index_t>(r), m_valid - 1) * lda;
-  batch<T> acc[MR][NB];
-  const batch<T> zero = broadcast(T(0));
+  batch<Acc> acc[MR][NB];
+  const batch<Acc> zero = broadcast(Acc(0));
   HEED_UNROLL(16)
   for (std::size_t r = 0; r < MR; ++r) HEED_UNROLL(2)
   for (std::size_t x = 0; x < NB; ++x) acc[r][x] = zero;
   for (index_t s = 0, a0 = 0; s < runs; a0 += depths[s++])
-    heed::detail::micro_accumulate<T>(acc, rows, a0, depths[s], bs[s], ldb);
-  heed::detail::micro_store<T>(acc, m_valid, n_valid, c, ldc, c_scale, alpha);
+    heed::detail::micro_accumulate<Acc>(acc, rows, a0, depths[s], bs[s], ldb);
+  heed::detail::micro_store<Acc>(acc, m_valid, n_valid, c, ldc, c_scale, alpha);
 }
 
 /// One MR × NR block: c[r, j] = alpha · Σ_{kk < depth} a[r · lda + kk] · b[kk · ldb + j]
 /// (+ c_scale[r] · c[r, j] when c_scale is given; otherwise c is only written), for r < m_valid
 /// and j < n_valid; nothing else of c is touched. Rows of A from m_valid on are not read; B must
-/// have NR readable values in each of its `depth` rows. A and B hold T or T's accumulator type
-/// T (16-bit values are widened as they are read); C is T, the accumulator type. `Batches` is
+/// have NR readable values in each of its `depth` rows. A and B hold Acc or a 16-bit type
+/// widening to Acc (widened as they are read); C is Acc, the accumulator type. `Batches` is
 /// NR in vectors: 2 (the full tile), or 1 for the last columns of a head dim that is not a
 /// multiple of 2·width (d = 80 is two full blocks and one half block).
-template <class T, int Batches = 2, class TA, class TB>
+template <class Acc, int Batches = 2, class TA, class TB>
 inline void attention_micro_kernel(index_t depth, const TA* a, index_t lda, index_t m_valid, const TB* b, index_t ldb,
-                                   index_t n_valid, T* c, index_t ldc, const T* c_scale, T alpha) noexcept {
-  attention_micro_kernel_runs<T, Batches>(1, &depth, &b, ldb, a, lda, m_valid, n_valid, c, ldc, c_scale, alpha);
+                                   index_t n_valid, Acc* c, index_t ldc, const Acc* c_scale, Acc alpha) noexcept {
+  attention_micro_kernel_runs<Acc, Batches>(1, &depth, &b, ldb, a, lda, m_valid, n_valid, c, ldc, c_scale, alpha);
 }
 
 /// The products of a tile with a single query row (a decoding step), where the MR-row micro-kernel
 /// would compute MR - 1 rows of padding. Scores: out[j] = alpha · Σ_kk q[kk] · k[j · ldk + kk] for
 /// j < nj, a vector width of keys at a time (that many independent chains, their sums reduced
 /// together), then four and one at a time.
-template <class T, class TQ, class TK>
-inline void attention_row_scores(index_t depth, const TQ* q, const TK* k, index_t ldk, index_t nj, T* out,
-                                 T alpha) noexcept {
-  constexpr index_t W = static_cast<index_t>(width<T>);
+template <class Acc, class TQ, class TK>
+inline void attention_row_scores(index_t depth, const TQ* q, const TK* k, index_t ldk, index_t nj, Acc* out,
+                                 Acc alpha) noexcept {
+  constexpr index_t W = static_cast<index_t>(width<Acc>);
   const index_t full = depth / W * W;
   index_t j = 0;
   if constexpr (W > 1) {
     // W keys at a time: W independent chains, their W sums in one vector by reduce_add_rows
     for (; j + W <= nj; j += W) {
       const TK* kw = k + j * ldk;
-      batch<T> acc[static_cast<std::size_t>(W)];
+      batch<Acc> acc[static_cast<std::size_t>(W)];
       HEED_UNROLL(16)  // fully, here and below: the accumulators stay in registers at -O2 too
-      for (index_t u = 0; u < W; ++u) acc[u] = broadcast(T(0));
+      for (index_t u = 0; u < W; ++u) acc[u] = broadcast(Acc(0));
       for (index_t kk = 0; kk < full; kk += W) {
-        const batch<T> qv = load_widened(q + kk);
+        const batch<Acc> qv = load_widened(q + kk);
         HEED_UNROLL(16)
         for (index_t u = 0; u < W; ++u) acc[u] = fma(qv, load_widened(kw + u * ldk + kk), acc[u]);
       }
-      const batch<T> sums = reduce_add_rows(acc);
+      const batch<Acc> sums = reduce_add_rows(acc);
       if (full == depth) {
         store(out + j, sums * broadcast(alpha));
         continue;
       }
-      alignas(64) T lanes[static_cast<std::size_t>(W)];
+      alignas(64) Acc lanes[static_cast<std::size_t>(W)];
       store(lanes, sums);
       for (index_t u = 0; u < W; ++u) {
-        for (index_t kk = full; kk < depth; ++kk) lanes[u] += static_cast<T>(q[kk]) * static_cast<T>(kw[u * ldk + kk]);
+        for (index_t kk = full; kk < depth; ++kk)
+          lanes[u] += static_cast<Acc>(q[kk]) * static_cast<Acc>(kw[u * ldk + kk]);
         out[j + u] = alpha * lanes[u];
       }
     }
   }
   for (; j + 4 <= nj; j += 4) {
     const TK* k0 = k + j * ldk;
-    batch<T> a0 = broadcast(T(0)), a1 = a0, a2 = a0, a3 = a0;
+    batch<Acc> a0 = broadcast(Acc(0)), a1 = a0, a2 = a0, a3 = a0;
     for (index_t kk = 0; kk < full; kk += W) {
-      const batch<T> qv = load_widened(q + kk);
+      const batch<Acc> qv = load_widened(q + kk);
       a0 = fma(qv, load_widened(k0 + kk), a0);
       a1 = fma(qv, load_widened(k0 + ldk + kk), a1);
       a2 = fma(qv, load_widened(k0 + 2 * ldk + kk), a2);
       a3 = fma(qv, load_widened(k0 + 3 * ldk + kk), a3);
     }
-    T s[4] = {reduce_add(a0), reduce_add(a1), reduce_add(a2), reduce_add(a3)};
+    Acc s[4] = {reduce_add(a0), reduce_add(a1), reduce_add(a2), reduce_add(a3)};
     for (index_t kk = full; kk < depth; ++kk)
-      for (index_t u = 0; u < 4; ++u) s[u] += static_cast<T>(q[kk]) * static_cast<T>(k0[u * ldk + kk]);
+      for (index_t u = 0; u < 4; ++u) s[u] += static_cast<Acc>(q[kk]) * static_cast<Acc>(k0[u * ldk + kk]);
     for (index_t u = 0; u < 4; ++u) out[j + u] = alpha * s[u];
   }
   for (; j < nj; ++j) {
     const TK* kj = k + j * ldk;
-    batch<T> a0 = broadcast(T(0));
+    batch<Acc> a0 = broadcast(Acc(0));
     for (index_t kk = 0; kk < full; kk += W) a0 = fma(load_widened(q + kk), load_widened(kj + kk), a0);
-    T s = reduce_add(a0);
-    for (index_t kk = full; kk < depth; ++kk) s += static_cast<T>(q[kk]) * static_cast<T>(kj[kk]);
+    Acc s = reduce_add(a0);
+    for (index_t kk = full; kk < depth; ++kk) s += static_cast<Acc>(q[kk]) * static_cast<Acc>(kj[kk]);
     out[j] = alpha * s;
   }
 }
 
 /// o[c] = (c_scale ? *c_scale · o[c] : 0) + Σ_{j < nj} p[j] · v[j · ldv + c] for c < dv: one query
 /// row's P·V, eight vectors of columns at a time held in registers while V's rows stream past.
-template <class T, class TV>
-inline void attention_row_pv(index_t nj, const T* p, const TV* v, index_t ldv, index_t dv, T* o,
-                             const T* c_scale) noexcept {
-  constexpr index_t W = static_cast<index_t>(width<T>), CH = 8;
-  const batch<T> zero = broadcast(T(0));
+template <class Acc, class TV>
+inline void attention_row_pv(index_t nj, const Acc* p, const TV* v, index_t ldv, index_t dv, Acc* o,
+                             const Acc* c_scale) noexcept {
+  constexpr index_t W = static_cast<index_t>(width<Acc>), CH = 8;
+  const batch<Acc> zero = broadcast(Acc(0));
   index_t c0 = 0;
   for (; c0 + CH * W <= dv; c0 += CH * W) {
-    batch<T> acc[CH];
+    batch<Acc> acc[CH];
     HEED_UNROLL(8)  // fully, here and below: the accumulators stay in registers at -O2 too
     for (index_t r = 0; r < CH; ++r) acc[r] = c_scale ? load(o + c0 + r * W) * broadcast(*c_scale) : zero;
     for (index_t j = 0; j < nj; ++j) {
-      const batch<T> pj = broadcast(p[j]);
+      const batch<Acc> pj = broadcast(p[j]);
       const TV* row = v + j * ldv + c0;
       HEED_UNROLL(8)
       for (index_t r = 0; r < CH; ++r) acc[r] = fma(pj, load_widened(row + r * W), acc[r]);
@@ -162,13 +163,13 @@ inline void attention_row_pv(index_t nj, const T* p, const TV* v, index_t ldv, i
     for (index_t r = 0; r < CH; ++r) store(o + c0 + r * W, acc[r]);
   }
   for (; c0 + W <= dv; c0 += W) {
-    batch<T> acc = c_scale ? load(o + c0) * broadcast(*c_scale) : zero;
+    batch<Acc> acc = c_scale ? load(o + c0) * broadcast(*c_scale) : zero;
     for (index_t j = 0; j < nj; ++j) acc = fma(broadcast(p[j]), load_widened(v + j * ldv + c0), acc);
     store(o + c0, acc);
   }
   for (; c0 < dv; ++c0) {
-    T sum = c_scale ? *c_scale * o[c0] : T(0);
-    for (index_t j = 0; j < nj; ++j) sum += p[j] * static_cast<T>(v[j * ldv + c0]);
+    Acc sum = c_scale ? *c_scale * o[c0] : Acc(0);
+    for (index_t j = 0; j < nj; ++j) sum += p[j] * static_cast<Acc>(v[j * ldv + c0]);
     o[c0] = sum;
   }
 }
@@ -177,21 +178,22 @@ inline void attention_row_pv(index_t nj, const T* p, const TV* v, index_t ldv, i
 /// `keys` rows of k, zero for the keys past them in the last panel, in k's own type (NR is the
 /// accumulator type's). out holds ceil(keys / NR) · depth · NR values. Full float panels are
 /// transposed in 16 × 16 blocks where the target has AVX-512, 8 × 8 on AVX2.
-template <class T>
-inline void pack_kt(const T* k, index_t ldk, index_t keys, index_t depth, T* out) noexcept {
-  constexpr index_t NR = AttentionTile<accumulator_t<T>>::nr;
+template <class Storage>
+inline void pack_kt(const Storage* k, index_t ldk, index_t keys, index_t depth, Storage* out) noexcept {
+  constexpr index_t NR = AttentionTile<accumulator_t<Storage>>::nr;
   for (index_t p = 0; p * NR < keys; ++p) {
-    T* panel = out + p * depth * NR;
+    Storage* panel = out + p * depth * NR;
     const index_t n = std::min(NR, keys - p * NR);
     index_t done = 0;  // depths packed by register transposes
-    if constexpr (sizeof(T) == 4)
-      if (n == NR) done = detail::transpose_panel_32<NR>(k + p * NR * ldk, ldk * index_t{sizeof(T)}, depth, panel);
+    if constexpr (sizeof(Storage) == 4)
+      if (n == NR)
+        done = detail::transpose_panel_32<NR>(k + p * NR * ldk, ldk * index_t{sizeof(Storage)}, depth, panel);
     for (index_t j = 0; j < n; ++j) {
-      const T* row = k + (p * NR + j) * ldk;
+      const Storage* row = k + (p * NR + j) * ldk;
       for (index_t kk = done; kk < depth; ++kk) panel[kk * NR + j] = row[kk];
     }
     for (index_t j = n; j < NR; ++j)
-      for (index_t kk = 0; kk < depth; ++kk) panel[kk * NR + j] = T(0);
+      for (index_t kk = 0; kk < depth; ++kk) panel[kk * NR + j] = Storage(0);
   }
 }
 

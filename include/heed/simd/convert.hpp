@@ -1,9 +1,9 @@
 #pragma once
 // Loads and stores between a storage type and its accumulator type (heed/core/scalar.hpp):
-//   load_widened(p)          width<A> values of T from p as a batch<A>, A = accumulator_t<T>
-//   widen(x)                 one value of T as an A
-//   store_narrowed(p, x)     a batch<float> rounded to nearest (ties to even) into width values of T
-//   narrow(src, dst, n)      n floats rounded into T, vector by vector
+//   load_widened(p)          width<A> values of Storage from p as a batch<A>, A = accumulator_t<Storage>
+//   widen(x)                 one value of Storage as an A
+//   store_narrowed(p, x)     a batch<float> rounded to nearest (ties to even) into width values of Storage
+//   narrow(src, dst, n)      n floats rounded into Storage, vector by vector
 // Kernels keep 16-bit tensors 16-bit in memory and widen each tile as they load it. The generic
 // versions convert value by value; where the target has instructions for it, an overload beside
 // them does it in registers: bfloat16 by zero-extending to 32 bits and shifting (its bits are
@@ -28,16 +28,16 @@
 namespace heed::simd {
 
 /// x in the accumulator type (exact: every bfloat16 and half is a float).
-template <class T>
-[[nodiscard]] inline accumulator_t<T> widen(T x) noexcept {
-  return static_cast<accumulator_t<T>>(x);
+template <class Storage>
+[[nodiscard]] inline accumulator_t<Storage> widen(Storage x) noexcept {
+  return static_cast<accumulator_t<Storage>>(x);
 }
 
-/// width<A> values of T from p (any alignment), widened: the generic version.
-template <class T>
-[[nodiscard]] inline batch<accumulator_t<T>> load_widened(const T* p, generic_isa) noexcept {
-  using A = accumulator_t<T>;
-  if constexpr (std::is_same_v<A, T>) {
+/// width<A> values of Storage from p (any alignment), widened: the generic version.
+template <class Storage>
+[[nodiscard]] inline batch<accumulator_t<Storage>> load_widened(const Storage* p, generic_isa) noexcept {
+  using A = accumulator_t<Storage>;
+  if constexpr (std::is_same_v<A, Storage>) {
     return load(p);
   } else {
     alignas(64) A values[width<A>];
@@ -83,21 +83,21 @@ template <class T>
 }
 #endif
 
-/// width<A> values of T from p, widened, on the compile-time target.
-template <class T>
-[[nodiscard]] inline batch<accumulator_t<T>> load_widened(const T* p) noexcept {
-  if constexpr (std::is_same_v<accumulator_t<T>, T>)
+/// width<A> values of Storage from p, widened, on the compile-time target.
+template <class Storage>
+[[nodiscard]] inline batch<accumulator_t<Storage>> load_widened(const Storage* p) noexcept {
+  if constexpr (std::is_same_v<accumulator_t<Storage>, Storage>)
     return load(p);
   else
     return load_widened(p, target_isa{});
 }
 
-/// x rounded to T (nearest, ties to even, as heed::convert) into p (any alignment): the generic version.
-template <class T>
-inline void store_narrowed(T* p, batch<float> x, generic_isa) noexcept {
+/// x rounded to Storage (nearest, ties to even, as heed::convert) into p (any alignment): the generic version.
+template <class Storage>
+inline void store_narrowed(Storage* p, batch<float> x, generic_isa) noexcept {
   alignas(64) float values[width<float>];
   store(values, x);
-  for (std::size_t i = 0; i < width<float>; ++i) p[i] = heed::convert<T>(values[i]);
+  for (std::size_t i = 0; i < width<float>; ++i) p[i] = heed::convert<Storage>(values[i]);
 }
 
 #if defined(HEED_SIMD_AVX2) && !defined(HEED_SIMD_AVX512)
@@ -161,32 +161,32 @@ inline void store_narrowed(half* p, batch<float> x, neon_isa) noexcept {
 }
 #endif
 
-/// x rounded into width<float> values of T at p, on the compile-time target.
-template <class T>
-inline void store_narrowed(T* p, batch<float> x) noexcept {
-  if constexpr (std::is_same_v<T, float>)
+/// x rounded into width<float> values of Storage at p, on the compile-time target.
+template <class Storage>
+inline void store_narrowed(Storage* p, batch<float> x) noexcept {
+  if constexpr (std::is_same_v<Storage, float>)
     store(p, x);
   else
     store_narrowed(p, x, target_isa{});
 }
 
 /// dst[i] = src[i] in the accumulator type (exact) for i < n.
-template <class T>
-inline void widen(const T* src, accumulator_t<T>* dst, index_t n) noexcept {
-  using A = accumulator_t<T>;
+template <class Storage>
+inline void widen(const Storage* src, accumulator_t<Storage>* dst, index_t n) noexcept {
+  using A = accumulator_t<Storage>;
   constexpr index_t W = static_cast<index_t>(width<A>);
   index_t i = 0;
   for (; i + W <= n; i += W) store(dst + i, load_widened(src + i));
   for (; i < n; ++i) dst[i] = static_cast<A>(src[i]);
 }
 
-/// dst[i] = src[i] rounded to T (nearest, ties to even) for i < n.
-template <class T>
-inline void narrow(const float* src, T* dst, index_t n) noexcept {
+/// dst[i] = src[i] rounded to Storage (nearest, ties to even) for i < n.
+template <class Storage>
+inline void narrow(const float* src, Storage* dst, index_t n) noexcept {
   constexpr index_t W = static_cast<index_t>(width<float>);
   index_t i = 0;
   for (; i + W <= n; i += W) store_narrowed(dst + i, load(src + i));
-  for (; i < n; ++i) dst[i] = heed::convert<T>(src[i]);
+  for (; i < n; ++i) dst[i] = heed::convert<Storage>(src[i]);
 }
 
 }  // namespace heed::simd

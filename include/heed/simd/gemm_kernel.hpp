@@ -1,6 +1,6 @@
 #pragma once
 // The register level of heed's GEMM (kernels/gemm.hpp does the blocking and the threads):
-//   GemmTile<T>           the tile sizes: an MR × NR block of C in registers, KC-deep blocks;
+//   GemmTile<Storage>     the tile sizes: an MR × NR block of C in registers, KC-deep blocks;
 //   pack_a                A's rows in MR-row micro-panels, k-major inside each;
 //   gemm_micro_kernel     one MR × NR tile of C from a packed A micro-panel and a packed W panel.
 //
@@ -39,14 +39,14 @@
 
 namespace heed::simd {
 
-/// The blocking of heed's GEMM for storage type T (a 16-bit type blocks as its accumulator, float).
-template <class T>
+/// The blocking of heed's GEMM for storage type Storage (a 16-bit type blocks as its accumulator, float).
+template <class Storage>
 struct GemmTile {
-  static constexpr std::size_t lanes = width<accumulator_t<T>>;   ///< accumulator values per vector
-  static constexpr index_t nr = 2 * static_cast<index_t>(lanes);  ///< columns of C per micro-kernel
-  static constexpr index_t mr = lanes >= 16 ? 12 : 6;             ///< rows of C per micro-kernel
-  static constexpr index_t kc = 192;                              ///< depth of one block
-  static constexpr index_t mc = 16 * mr;                          ///< rows of A packed at once
+  static constexpr std::size_t lanes = width<accumulator_t<Storage>>;  ///< accumulator values per vector
+  static constexpr index_t nr = 2 * static_cast<index_t>(lanes);       ///< columns of C per micro-kernel
+  static constexpr index_t mr = lanes >= 16 ? 12 : 6;                  ///< rows of C per micro-kernel
+  static constexpr index_t kc = 192;                                   ///< depth of one block
+  static constexpr index_t mc = 16 * mr;                               ///< rows of A packed at once
 };
 
 /// Asks for the cache lines of the `n` values from p, the `part`-th of `parts` equal shares of
@@ -80,69 +80,69 @@ inline void prefetch_c_tile(T* c, index_t ldc, const T* src, index_t lds, index_
 /// gemm_micro_kernel for a single row of C (a decoding step's GEMV): the same result, without the
 /// MR - 1 rows of padding, its k loop split over four chains of accumulators so that the FMAs do
 /// not wait on each other.
-template <class T, class B = T>
-inline void gemm_row_kernel(index_t kc, const T* a, const B* b, T* c, const T* src, const T* bias, bool relu,
+template <class Acc, class B = Acc>
+inline void gemm_row_kernel(index_t kc, const Acc* a, const B* b, Acc* c, const Acc* src, const Acc* bias, bool relu,
                             index_t n_valid) noexcept {
-  constexpr index_t MR = GemmTile<T>::mr, NR = GemmTile<T>::nr, W = static_cast<index_t>(width<T>);
-  const batch<T> zero = broadcast(T(0));
-  batch<T> acc[8] = {zero, zero, zero, zero, zero, zero, zero, zero};
+  constexpr index_t MR = GemmTile<Acc>::mr, NR = GemmTile<Acc>::nr, W = static_cast<index_t>(width<Acc>);
+  const batch<Acc> zero = broadcast(Acc(0));
+  batch<Acc> acc[8] = {zero, zero, zero, zero, zero, zero, zero, zero};
   index_t kk = 0;
   for (; kk + 4 <= kc; kk += 4) {
     HEED_UNROLL(4)  // fully: the accumulators stay in registers at -O2 too
     for (index_t u = 0; u < 4; ++u) {
-      const batch<T> ak = broadcast(a[(kk + u) * MR]);
+      const batch<Acc> ak = broadcast(a[(kk + u) * MR]);
       acc[2 * u] = fma(ak, load_widened(b + (kk + u) * NR), acc[2 * u]);
       acc[2 * u + 1] = fma(ak, load_widened(b + (kk + u) * NR + W), acc[2 * u + 1]);
     }
   }
   for (; kk < kc; ++kk) {
-    const batch<T> ak = broadcast(a[kk * MR]);
+    const batch<Acc> ak = broadcast(a[kk * MR]);
     acc[0] = fma(ak, load_widened(b + kk * NR), acc[0]);
     acc[1] = fma(ak, load_widened(b + kk * NR + W), acc[1]);
   }
-  batch<T> lo = (acc[0] + acc[2]) + (acc[4] + acc[6]), hi = (acc[1] + acc[3]) + (acc[5] + acc[7]);
+  batch<Acc> lo = (acc[0] + acc[2]) + (acc[4] + acc[6]), hi = (acc[1] + acc[3]) + (acc[5] + acc[7]);
   if (bias) {
     lo = lo + load(bias);
     hi = hi + load(bias + W);
   }
-  alignas(64) T row[static_cast<std::size_t>(NR)];
+  alignas(64) Acc row[static_cast<std::size_t>(NR)];
   store(row, lo);
   store(row + W, hi);
   for (index_t j = 0; j < n_valid; ++j) {
-    const T value = (src ? src[j] : T(0)) + row[j];
-    c[j] = relu && value < T(0) ? T(0) : value;
+    const Acc value = (src ? src[j] : Acc(0)) + row[j];
+    c[j] = relu && value < Acc(0) ? Acc(0) : value;
   }
 }
 
 /// One MR × NR tile: c[r, j] = (src ? src[r, j] : 0) + sum_kk a[kk · MR + r] · b[kk · NR + j]
 /// (+ bias[j], then max(·, 0) if relu) for kk < kc; src has leading dimension lds and may be c.
-/// Only rows < m_valid and columns < n_valid are read from src and written. T is the
+/// Only rows < m_valid and columns < n_valid are read from src and written. Acc is the
 /// accumulator type; b may be stored in a 16-bit type B, widened as it is loaded.
-template <class T, class B = T>
-inline void gemm_micro_kernel(index_t kc, const T* a, const B* b, T* c, index_t ldc, const T* src, index_t lds,
-                              const T* bias, bool relu, index_t m_valid, index_t n_valid) noexcept {
-  static_assert(std::is_same_v<accumulator_t<B>, T>,
-                "the W panel must be stored as T or as a 16-bit type widening to T");
-  constexpr index_t MR = GemmTile<T>::mr, NR = GemmTile<T>::nr, W = static_cast<index_t>(width<T>);
+template <class Acc, class B = Acc>
+inline void gemm_micro_kernel(index_t kc, const Acc* a, const B* b, Acc* c, index_t ldc, const Acc* src, index_t lds,
+                              const Acc* bias, bool relu, index_t m_valid, index_t n_valid) noexcept {
+  static_assert(std::is_same_v<accumulator_t<B>, Acc>,
+                "the W panel must be stored as Acc or as a 16-bit type widening to Acc");
+  constexpr index_t MR = GemmTile<Acc>::mr, NR = GemmTile<Acc>::nr, W = static_cast<index_t>(width<Acc>);
   prefetch_c_tile(c, ldc, src, lds, m_valid, NR);
-  batch<T> acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
-  const batch<T> zero = broadcast(T(0));
-  const batch<T> init0 = bias ? load(bias) : zero, init1 = bias ? load(bias + W) : zero;
+  batch<Acc> acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
+  const batch<Acc> zero = broadcast(Acc(0));
+  const batch<Acc> init0 = bias ? load(bias) : zero, init1 = bias ? load(bias + W) : zero;
   for (index_t r = 0; r < MR; ++r) acc0[r] = init0, acc1[r] = init1;
   HEED_UNROLL(8)
   for (index_t kk = 0; kk < kc; ++kk) {
-    const batch<T> b0 = load_widened(b + kk * NR), b1 = load_widened(b + kk * NR + W);
-    const T* ak = a + kk * MR;
+    const batch<Acc> b0 = load_widened(b + kk * NR), b1 = load_widened(b + kk * NR + W);
+    const Acc* ak = a + kk * MR;
     HEED_UNROLL(16)  // fully: the accumulators stay in registers at -O2 too
     for (index_t r = 0; r < MR; ++r) {
-      const batch<T> ar = broadcast(ak[r]);
+      const batch<Acc> ar = broadcast(ak[r]);
       acc0[r] = fma(ar, b0, acc0[r]);
       acc1[r] = fma(ar, b1, acc1[r]);
     }
   }
   if (m_valid == MR && n_valid == NR) {
     for (index_t r = 0; r < MR; ++r) {
-      T* row = c + r * ldc;
+      Acc* row = c + r * ldc;
       if (src) {
         acc0[r] = acc0[r] + load(src + r * lds);
         acc1[r] = acc1[r] + load(src + r * lds + W);
@@ -156,15 +156,15 @@ inline void gemm_micro_kernel(index_t kc, const T* a, const B* b, T* c, index_t 
     }
     return;
   }
-  alignas(64) T tile[static_cast<std::size_t>(MR * NR)];
+  alignas(64) Acc tile[static_cast<std::size_t>(MR * NR)];
   for (index_t r = 0; r < MR; ++r) {
     store(tile + r * NR, acc0[r]);
     store(tile + r * NR + W, acc1[r]);
   }
   for (index_t r = 0; r < m_valid; ++r)
     for (index_t j = 0; j < n_valid; ++j) {
-      const T value = (src ? src[r * lds + j] : T(0)) + tile[r * NR + j];
-      c[r * ldc + j] = relu && value < T(0) ? T(0) : value;
+      const Acc value = (src ? src[r * lds + j] : Acc(0)) + tile[r * NR + j];
+      c[r * ldc + j] = relu && value < Acc(0) ? Acc(0) : value;
     }
 }
 
@@ -174,12 +174,13 @@ inline constexpr index_t pack_a_slack = 16;
 
 /// One micro-panel: rows [0, mr) of a (leading dimension lda), depth [0, kc), stored k-major
 /// as out[kk · MR + r], rows mr..MR-1 zero, widened to the accumulator type. The generic version.
-template <class T>
-inline void pack_a_panel(const T* a, index_t lda, index_t mr, index_t kc, accumulator_t<T>* out, generic_isa) noexcept {
-  constexpr index_t MR = GemmTile<T>::mr;
+template <class Storage>
+inline void pack_a_panel(const Storage* a, index_t lda, index_t mr, index_t kc, accumulator_t<Storage>* out,
+                         generic_isa) noexcept {
+  constexpr index_t MR = GemmTile<Storage>::mr;
   for (index_t kk = 0; kk < kc; ++kk) {
     for (index_t r = 0; r < mr; ++r) out[kk * MR + r] = widen(a[r * lda + kk]);
-    for (index_t r = mr; r < MR; ++r) out[kk * MR + r] = accumulator_t<T>(0);
+    for (index_t r = mr; r < MR; ++r) out[kk * MR + r] = accumulator_t<Storage>(0);
   }
 }
 
@@ -207,9 +208,9 @@ inline void pack_a_panel(const float* a, index_t lda, index_t mr, index_t kc, fl
 
 /// A[rows, 0 : kc] (leading dimension lda) → MR-row micro-panels, one after another, each
 /// k-major (zero rows past `rows`), in the accumulator type: what gemm_micro_kernel reads as `a`.
-template <class T>
-inline void pack_a(const T* a, index_t lda, index_t rows, index_t kc, accumulator_t<T>* out) noexcept {
-  constexpr index_t MR = GemmTile<T>::mr;
+template <class Storage>
+inline void pack_a(const Storage* a, index_t lda, index_t rows, index_t kc, accumulator_t<Storage>* out) noexcept {
+  constexpr index_t MR = GemmTile<Storage>::mr;
   for (index_t i0 = 0; i0 < rows; i0 += MR, out += kc * MR)
     pack_a_panel(a + i0 * lda, lda, std::min(MR, rows - i0), kc, out, target_isa{});
 }

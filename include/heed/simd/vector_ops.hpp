@@ -45,10 +45,10 @@ template <class T>
 
 /// sum_i x[i] y[i] in the accumulator type, for any storage type (16-bit values are widened
 /// as they are read; for float and double this is dot()).
-template <class T>
-[[nodiscard]] inline accumulator_t<T> dot_widened(const T* x, const T* y, index_t n) noexcept {
-  using A = accumulator_t<T>;
-  if constexpr (std::is_same_v<A, T>) {
+template <class Storage>
+[[nodiscard]] inline accumulator_t<Storage> dot_widened(const Storage* x, const Storage* y, index_t n) noexcept {
+  using A = accumulator_t<Storage>;
+  if constexpr (std::is_same_v<A, Storage>) {
     return dot(x, y, n);
   } else {
     constexpr index_t W = static_cast<index_t>(width<A>);
@@ -198,11 +198,11 @@ template <class T>
       [](const auto& acc) { return simd::reduce_max(acc); });
 }
 
-/// sum_i x[i] in T's accumulator type (a bfloat16 or half x is widened as it is read); 0 for n == 0.
-template <class T>
-[[nodiscard]] inline accumulator_t<T> sum(const T* x, index_t n) noexcept {
+/// sum_i x[i] in Storage's accumulator type (a bfloat16 or half x is widened as it is read); 0 for n == 0.
+template <class Storage>
+[[nodiscard]] inline accumulator_t<Storage> sum(const Storage* x, index_t n) noexcept {
   return detail::fold(
-      x, n, accumulator_t<T>(0), [](const auto& a, const auto& b) { return a + b; },
+      x, n, accumulator_t<Storage>(0), [](const auto& a, const auto& b) { return a + b; },
       [](const auto& acc) { return simd::reduce_add(acc); });
 }
 

@@ -25,14 +25,15 @@ namespace heed::detail {
 // gemm_nt for float and double with one row of A (a decoding step): the workers share W's
 // panels (the one row block would give all the work to one of them), and each panel runs on the
 // single-row kernel.
-template <class T, class Packed, class Options, class Epilogue>
-void gemm_nt_row(const T* a, const Packed& w, T* c, const Options& options, const Epilogue& epilogue, int threads) {
-  using Tile = simd::GemmTile<T>;
+template <class Storage, class Packed, class Options, class Epilogue>
+void gemm_nt_row(const Storage* a, const Packed& w, Storage* c, const Options& options, const Epilogue& epilogue,
+                 int threads) {
+  using Tile = simd::GemmTile<Storage>;
   constexpr index_t MR = Tile::mr, NR = Tile::nr, KC = Tile::kc;
   constexpr index_t chunk = 4;  // panels per task: 4 · NR columns of C
   const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR, chunks = (panels + chunk - 1) / chunk;
   parallel_for(chunks, static_cast<int>(std::min<index_t>(threads, chunks)), [&](index_t task, int) {
-    thread_local std::vector<T> packed;
+    thread_local std::vector<Storage> packed;
     if (packed.size() < static_cast<std::size_t>(MR * KC + simd::pack_a_slack))
       packed.resize(static_cast<std::size_t>(MR * KC + simd::pack_a_slack));
     const index_t p_end = std::min(panels, (task + 1) * chunk);
@@ -40,7 +41,7 @@ void gemm_nt_row(const T* a, const Packed& w, T* c, const Options& options, cons
       const index_t kc = std::min(KC, k - k0);
       simd::pack_a(a + k0, k, index_t{1}, kc, packed.data());
       const bool last = k0 + KC >= k;
-      const T* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
+      const Storage* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
       for (index_t p = task * chunk; p < p_end; ++p) {
         const index_t n_valid = std::min(NR, n - p * NR);
         simd::gemm_row_kernel(kc, packed.data(), w.panel(p, k0), c + p * NR, src ? src + p * NR : nullptr,
@@ -54,10 +55,10 @@ void gemm_nt_row(const T* a, const Packed& w, T* c, const Options& options, cons
 }
 
 // gemm_nt for float and double: C is computed in place, k block after k block.
-template <class T, class Packed, class Options, class Epilogue>
-void gemm_nt_native(const T* a, index_t lda, index_t m, const Packed& w, T* c, index_t ldc, const Options& options,
-                    const Epilogue& epilogue) {
-  using Tile = simd::GemmTile<T>;
+template <class Storage, class Packed, class Options, class Epilogue>
+void gemm_nt_native(const Storage* a, index_t lda, index_t m, const Packed& w, Storage* c, index_t ldc,
+                    const Options& options, const Epilogue& epilogue) {
+  using Tile = simd::GemmTile<Storage>;
   constexpr index_t MR = Tile::mr, NR = Tile::nr, KC = Tile::kc, MC = Tile::mc;
   const index_t n = w.rows(), k = w.cols();
   const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC;
@@ -65,7 +66,7 @@ void gemm_nt_native(const T* a, index_t lda, index_t m, const Packed& w, T* c, i
   if (m == 1) return gemm_nt_row(a, w, c, options, epilogue, threads);
   parallel_for(row_blocks, static_cast<int>(std::min<index_t>(threads, row_blocks)), [&](index_t block, int) {
     // The packed A block lives as long as the thread: no allocation (and no page faults) per call.
-    thread_local std::vector<T> packed;
+    thread_local std::vector<Storage> packed;
     if (packed.size() < static_cast<std::size_t>(MC * KC + simd::pack_a_slack))
       packed.resize(static_cast<std::size_t>(MC * KC + simd::pack_a_slack));
     const index_t i0 = block * MC, mc = std::min(MC, m - i0);
@@ -74,15 +75,15 @@ void gemm_nt_native(const T* a, index_t lda, index_t m, const Packed& w, T* c, i
       simd::pack_a(a + i0 * lda + k0, lda, mc, kc, packed.data());
       const bool last = k0 + KC >= k;
       // what the first k block adds to: the addend, C itself, or nothing; later blocks add to C
-      const T* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
+      const Storage* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
       const index_t lds = src == c ? ldc : options.ld_addend;
       const index_t tiles = (mc + MR - 1) / MR;
       for (index_t p = 0; p < panels; ++p) {
-        const T* b = w.panel(p, k0);
+        const Storage* b = w.panel(p, k0);
         const index_t n_valid = std::min(NR, n - p * NR);
         for (index_t ir = 0; ir < mc; ir += MR) {
-          T* tile = c + (i0 + ir) * ldc + p * NR;
-          const T* tile_src = src ? src + (i0 + ir) * lds + p * NR : nullptr;
+          Storage* tile = c + (i0 + ir) * ldc + p * NR;
+          const Storage* tile_src = src ? src + (i0 + ir) * lds + p * NR : nullptr;
           const index_t m_valid = std::min(MR, mc - ir);
           if (p + 1 < panels) simd::prefetch_share(w.panel(p + 1, k0), kc * NR, ir / MR, tiles);
           simd::gemm_micro_kernel(kc, packed.data() + ir * kc, b, tile, ldc, tile_src, lds, last ? w.bias(p) : nullptr,
@@ -102,17 +103,17 @@ void gemm_nt_native(const T* a, index_t lda, index_t m, const Packed& w, T* c, i
 // gemm_nt_widened with one row of A (a decoding step), as gemm_nt_row: the workers share W's
 // panels, each chunk of panels accumulates its columns of the row in float (in the worker's own
 // scratch) on the single-row kernel, then runs the epilogue on them and rounds them into C.
-template <class T, class Packed, class Options, class Epilogue>
-void gemm_nt_widened_row(const T* a, const Packed& w, T* c, const Options& options, const Epilogue& epilogue,
-                         int threads) {
-  using Acc = accumulator_t<T>;
-  using Tile = simd::GemmTile<T>;
+template <class Storage, class Packed, class Options, class Epilogue>
+void gemm_nt_widened_row(const Storage* a, const Packed& w, Storage* c, const Options& options,
+                         const Epilogue& epilogue, int threads) {
+  using Acc = accumulator_t<Storage>;
+  using Tile = simd::GemmTile<Storage>;
   constexpr index_t MR = Tile::mr, NR = Tile::nr, KC = Tile::kc;
   constexpr index_t chunk = 4;  // panels per task: 4 · NR columns of C
   const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR, chunks = (panels + chunk - 1) / chunk;
-  const T* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
+  const Storage* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
   constexpr bool pairs = Packed::pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
-  using PackedA = std::conditional_t<pairs, T, Acc>;
+  using PackedA = std::conditional_t<pairs, Storage, Acc>;
   parallel_for(chunks, static_cast<int>(std::min<index_t>(threads, chunks)), [&](index_t task, int) {
     thread_local std::vector<PackedA> packed;
     thread_local std::vector<Acc> row;
@@ -149,21 +150,21 @@ void gemm_nt_widened_row(const T* a, const Packed& w, T* c, const Options& optio
   });
 }
 
-template <class T, class Packed, class Options, class Epilogue>
-void gemm_nt_widened(const T* a, index_t lda, index_t m, const Packed& w, T* c, index_t ldc, const Options& options,
-                     const Epilogue& epilogue) {
-  using Acc = accumulator_t<T>;
-  using Tile = simd::GemmTile<T>;
+template <class Storage, class Packed, class Options, class Epilogue>
+void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, Storage* c, index_t ldc,
+                     const Options& options, const Epilogue& epilogue) {
+  using Acc = accumulator_t<Storage>;
+  using Tile = simd::GemmTile<Storage>;
   constexpr index_t MR = Tile::mr, NR = Tile::nr, KC = Tile::kc, MC = Tile::mc;
   const index_t n = w.rows(), k = w.cols();
   const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC, ld = panels * NR;
   const int threads = options.threads > 0 ? options.threads : num_threads();
   if (m == 1) return gemm_nt_widened_row(a, w, c, options, epilogue, threads);
   // what C starts from: the addend, C itself (accumulate), or zero
-  const T* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
+  const Storage* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
   const index_t ld_init = options.addend ? options.ld_addend : ldc;
   constexpr bool pairs = Packed::pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
-  using PackedA = std::conditional_t<pairs, T, Acc>;
+  using PackedA = std::conditional_t<pairs, Storage, Acc>;
   parallel_for(row_blocks, static_cast<int>(std::min<index_t>(threads, row_blocks)), [&](index_t block, int) {
     thread_local std::vector<PackedA> packed;
     thread_local std::vector<Acc> scratch;
@@ -186,7 +187,7 @@ void gemm_nt_widened(const T* a, index_t lda, index_t m, const Packed& w, T* c, 
       const bool add = k0 > 0 || init;
       const index_t tiles = (mc + MR - 1) / MR;
       for (index_t p = 0; p < panels; ++p) {
-        const T* b = w.panel(p, k0);
+        const Storage* b = w.panel(p, k0);
         const index_t n_valid = std::min(NR, n - p * NR);
         for (index_t ir = 0; ir < mc; ir += MR) {
           Acc* tile = scratch.data() + ir * ld + p * NR;
@@ -205,7 +206,7 @@ void gemm_nt_widened(const T* a, index_t lda, index_t m, const Packed& w, T* c, 
     for (index_t r = 0; r < mc; ++r) {
       Acc* row = scratch.data() + r * ld;
       if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) epilogue(row, index_t(0), n);
-      T* out = c + (i0 + r) * ldc;
+      Storage* out = c + (i0 + r) * ldc;
       simd::narrow(row, out, n);
     }
   });

@@ -13,18 +13,18 @@ namespace heed::detail {
 
 // acc[r][x] += Σ_{kk < depth} rows[r][a0 + kk] · b[kk · ldb + x·W, + W): depth rows of B, each
 // multiplied by the next column of every A row from column a0 on.
-template <class T, std::size_t NB, std::size_t MR, class TA, class TB>
-HEED_ALWAYS_INLINE void micro_accumulate(simd::batch<T> (&acc)[MR][NB], const TA* const (&rows)[MR], index_t a0,
+template <class Acc, std::size_t NB, std::size_t MR, class TA, class TB>
+HEED_ALWAYS_INLINE void micro_accumulate(simd::batch<Acc> (&acc)[MR][NB], const TA* const (&rows)[MR], index_t a0,
                                          index_t depth, const TB* b, index_t ldb) noexcept {
-  constexpr auto W = static_cast<index_t>(simd::width<T>);
+  constexpr auto W = static_cast<index_t>(simd::width<Acc>);
   HEED_UNROLL(8)
   for (index_t kk = 0; kk < depth; ++kk) {
-    simd::batch<T> bv[NB];
+    simd::batch<Acc> bv[NB];
     HEED_UNROLL(2)
     for (std::size_t x = 0; x < NB; ++x) bv[x] = simd::load_widened(b + kk * ldb + static_cast<index_t>(x) * W);
     HEED_UNROLL(16)  // fully: the accumulators stay in registers at -O2 too
     for (std::size_t r = 0; r < MR; ++r) {
-      const simd::batch<T> ar = simd::broadcast(static_cast<T>(rows[r][a0 + kk]));
+      const simd::batch<Acc> ar = simd::broadcast(static_cast<Acc>(rows[r][a0 + kk]));
       HEED_UNROLL(2)
       for (std::size_t x = 0; x < NB; ++x) acc[r][x] = simd::fma(ar, bv[x], acc[r][x]);
     }
@@ -32,19 +32,19 @@ HEED_ALWAYS_INLINE void micro_accumulate(simd::batch<T> (&acc)[MR][NB], const TA
 }
 
 // c[r, j] = alpha · acc[r, j] (+ c_scale[r] · c[r, j]) for r < m_valid, j < n_valid.
-template <class T, std::size_t NB, std::size_t MR>
-HEED_ALWAYS_INLINE void micro_store(const simd::batch<T> (&acc)[MR][NB], index_t m_valid, index_t n_valid, T* c,
-                                    index_t ldc, const T* c_scale, T alpha) noexcept {
-  constexpr auto W = static_cast<index_t>(simd::width<T>), NR = static_cast<index_t>(NB) * W;
-  const simd::batch<T> va = simd::broadcast(alpha);
+template <class Acc, std::size_t NB, std::size_t MR>
+HEED_ALWAYS_INLINE void micro_store(const simd::batch<Acc> (&acc)[MR][NB], index_t m_valid, index_t n_valid, Acc* c,
+                                    index_t ldc, const Acc* c_scale, Acc alpha) noexcept {
+  constexpr auto W = static_cast<index_t>(simd::width<Acc>), NR = static_cast<index_t>(NB) * W;
+  const simd::batch<Acc> va = simd::broadcast(alpha);
   if (n_valid == NR) {  // whole rows (fewer than MR of them at the end of a tile, or in a decode step)
     HEED_UNROLL(16)     // the accumulators stay in registers (a loop spilled them to the stack first)
     for (std::size_t r = 0; r < MR; ++r) {
       if (static_cast<index_t>(r) >= m_valid) continue;  // not break: an early exit keeps gcc -O2 from unrolling
-      T* row = c + static_cast<index_t>(r) * ldc;
+      Acc* row = c + static_cast<index_t>(r) * ldc;
       HEED_UNROLL(2)
       for (std::size_t x = 0; x < NB; ++x) {
-        T* dst = row + static_cast<index_t>(x) * W;
+        Acc* dst = row + static_cast<index_t>(x) * W;
         if (c_scale)
           simd::store(dst, simd::fma(acc[r][x], va, simd::load(dst) * simd::broadcast(c_scale[r])));
         else
@@ -53,14 +53,14 @@ HEED_ALWAYS_INLINE void micro_store(const simd::batch<T> (&acc)[MR][NB], index_t
     }
     return;
   }
-  alignas(64) T tile[MR * static_cast<std::size_t>(NR)];
+  alignas(64) Acc tile[MR * static_cast<std::size_t>(NR)];
   HEED_UNROLL(16)
   for (std::size_t r = 0; r < MR; ++r) HEED_UNROLL(2)
   for (std::size_t x = 0; x < NB; ++x)
     simd::store(tile + static_cast<index_t>(r) * NR + static_cast<index_t>(x) * W, acc[r][x] * va);
   for (index_t r = 0; r < m_valid; ++r)
     for (index_t j = 0; j < n_valid; ++j) {
-      T& out = c[r * ldc + j];
+      Acc& out = c[r * ldc + j];
       out = c_scale ? tile[r * NR + j] + c_scale[r] * out : tile[r * NR + j];
     }
 }

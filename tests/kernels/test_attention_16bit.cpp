@@ -4,7 +4,7 @@
 //   output:  |o - o_ref| <= u·|o_ref| + 2e-5          u = 2^-8 (bfloat16), 2^-11 (half)
 //   weights: |w - w_ref| <= 2u·|w_ref| + 1e-6         (rounded when written, again when rescaled)
 // with a margin of 1e-4 relative for the float arithmetic. Where bfloat16 tiles run on AVX-512
-// BF16 pair products (simd::bf16_pair_products), P is rounded to bfloat16 before P·V, which adds
+// BF16 pair products (cpu_info().bf16_pairs), P is rounded to bfloat16 before P·V, which adds
 //   |Σ_j (p_j - rounded(p_j))·v_j| <= u·Σ_j p_j·|v_j|
 // to the output bound (the reference computes Σ_j p_j·|v_j| as attention over |v|). Checked over
 // odd shapes, every mask, grouped heads and head dims 32 to 256 (docs/decisions.md derives it).
@@ -51,7 +51,7 @@ void expect_within_bound(const Inputs<float>& in, ScoreKind score_kind, MaskKind
     const auto run = [&](const auto& score, const reference::ScoreFn& ref_score) {
       const auto expected = reference::attention(qd, kd, vd, ref_score, ref_mask, false);
       const auto got = heed::attention(q, k, v, score, mask, options);
-      if constexpr (std::is_same_v<T, heed::bfloat16> && heed::simd::bf16_pair_products) {
+      if (std::is_same_v<T, heed::bfloat16> && heed::cpu_info().bf16_pairs) {
         // the pair products' rounding of P: u·Σ_j p_j·|v_j| more, element by element
         auto vabs = vd;
         for (index_t i = 0; i < vabs.numel(); ++i) vabs.data()[i] = std::abs(vabs.data()[i]);

@@ -282,7 +282,7 @@ TEST(SparseMasks, SixteenBitStorageStaysWithinItsBound) {
   const auto qd = reference::to_double(q), kd = reference::to_double(k), vd = reference::to_double(v);
   auto vabs = vd;
   for (index_t i = 0; i < vabs.numel(); ++i) vabs.data()[i] = std::abs(vabs.data()[i]);
-  const double u = 0x1p-8, pairs = heed::simd::bf16_pair_products ? 1.0 : 0.0;
+  const double u = 0x1p-8, pairs = heed::cpu_info().bf16_pairs ? 1.0 : 0.0;
   const SparseCases cases(2, 2, 90, 16);
   for (int c : {0, 4, 5, 7})
     cases.with(c, [&](const auto& m, const reference::MaskFn& definition) {
@@ -329,7 +329,7 @@ TEST(SparseMasks, LongKeysArePackedOneHeadAtATime) {
   const auto score_r = reference::scaled_dot(qr, kr, 1.0 / std::sqrt(128.0));
   const auto rounded = reference::attention(qr, kr, vr, score_r, definition, false).output;
   const auto spread = reference::attention(qr, kr, vabs, score_r, definition, false).output;
-  const double u = 0x1p-8, pairs = heed::simd::bf16_pair_products ? 1.0 : 0.0;
+  const double u = 0x1p-8, pairs = heed::cpu_info().bf16_pairs ? 1.0 : 0.0;
   for (int threads : {1, 2}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
     const heed::AttentionOptions options{.num_threads = threads};

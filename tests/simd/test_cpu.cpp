@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "heed/simd.hpp"
 
@@ -51,6 +53,18 @@ TEST(CpuInfo, AgreesWithTheKernelsFlags) {
   EXPECT_EQ(cpu.avx512_bf16, has("avx512_bf16"));
   EXPECT_EQ(cpu.avx512_fp16, has("avx512_fp16"));
   EXPECT_EQ(cpu.amx_bf16, has("amx_bf16") && has("amx_tile"));
+  // the maker, as /proc/cpuinfo's vendor_id line names it
+  std::ifstream in("/proc/cpuinfo");
+  std::string vendor;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("vendor_id", 0) == 0) {
+      vendor = line.substr(line.find(':') + 2);
+      break;
+    }
+  EXPECT_EQ(cpu.vendor, vendor == "GenuineIntel"   ? heed::CpuVendor::intel
+                        : vendor == "AuthenticAMD" ? heed::CpuVendor::amd
+                                                   : heed::CpuVendor::other)
+      << vendor;
 }
 
 #if (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
@@ -93,6 +107,40 @@ TEST(CpuInfo, KernelsAreTheCompiledLevel) {
   // heed_cpu_check runs a variant only where the CPU can: the kernels never exceed the CPU.
   if (cpu.kernels != heed::IsaLevel::scalar) {
     EXPECT_LE(cpu.kernels, cpu.best);
+  }
+}
+
+// The per-CPU choice of the bfloat16 products: the table, and HEED_BF16_PAIRS over it.
+TEST(CpuInfo, Bf16PairsFollowTheTableUnlessTheEnvironmentSaysOtherwise) {
+  using heed::CpuVendor;
+  std::string_view complaint;
+  const auto choice = [&](bool has, CpuVendor vendor, const char* env) {
+    return heed::simd::bf16_pairs_choice(has, vendor, env, complaint);
+  };
+  EXPECT_TRUE(choice(true, CpuVendor::amd, nullptr));
+  EXPECT_FALSE(choice(true, CpuVendor::intel, nullptr));
+  EXPECT_TRUE(choice(true, CpuVendor::other, ""));  // a maker without a row: pairs
+  EXPECT_TRUE(complaint.empty());
+  EXPECT_FALSE(choice(false, CpuVendor::amd, nullptr));  // no AVX-512 BF16: never pairs
+  EXPECT_TRUE(choice(true, CpuVendor::intel, "1"));
+  EXPECT_FALSE(choice(true, CpuVendor::amd, "0"));
+  EXPECT_TRUE(complaint.empty());
+  EXPECT_FALSE(choice(false, CpuVendor::amd, "1"));  // asked for, but the CPU lacks them: said once
+  EXPECT_NE(complaint.find("does not have"), std::string_view::npos) << complaint;
+  EXPECT_FALSE(choice(true, CpuVendor::intel, "yes"));  // not understood: said, and the table's choice
+  EXPECT_NE(complaint.find("must be 0"), std::string_view::npos) << complaint;
+  EXPECT_TRUE(choice(true, CpuVendor::amd, "yes"));
+
+  // this process: the environment ctest gave it (HEED_BF16_PAIRS=0 or 1 for the @bf16 builds)
+  const heed::CpuInfo cpu = heed::cpu_info();
+  const char* env = std::getenv("HEED_BF16_PAIRS");
+  EXPECT_EQ(heed::simd::bf16_pairs_chosen(), choice(cpu.avx512_bf16, cpu.vendor, env));
+  EXPECT_EQ(cpu.bf16_pairs, cpu.kernels == heed::IsaLevel::v4_bf16 && heed::simd::bf16_pairs_chosen());
+  if (env != nullptr && std::string_view(env) == "0") {
+    EXPECT_FALSE(cpu.bf16_pairs);
+  }
+  if (env != nullptr && std::string_view(env) == "1" && cpu.avx512_bf16) {
+    EXPECT_EQ(cpu.bf16_pairs, heed::simd::bf16_pair_products);
   }
 }
 

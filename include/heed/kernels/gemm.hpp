@@ -38,19 +38,19 @@ namespace heed {
 
 /// W [n, k] packed for gemm_nt: for each NR-column panel, k rows of NR values (Wᵀ), the
 /// columns past n zero; and the bias [n], if any, padded the same way and in the accumulator
-/// type (float for a 16-bit W). Built once; read by every call. A bfloat16 W on a target with
-/// pair products (`pairs`) keeps k in pairs instead: panel[(kk / 2) · 2NR + 2j + kk % 2], k
-/// padded to even with a zero.
+/// type (float for a 16-bit W). Built once; read by every call. A bfloat16 W packed where pair
+/// products run (`pairs()`: compiled for them and chosen for this CPU, simd::bf16_pairs_chosen)
+/// keeps k in pairs instead: panel[(kk / 2) · 2NR + 2j + kk % 2], k padded to even with a zero.
 template <class Storage>
 class PackedMatrix {
  public:
   using Acc = accumulator_t<Storage>;  ///< the type of the bias and of the arithmetic (float for 16-bit Storage)
-  /// True when the panels hold k in pairs for simd::gemm_pair_micro_kernel.
-  static constexpr bool pairs = std::is_same_v<Storage, bfloat16> && simd::bf16_pair_products;
+  /// True where a Storage W may be packed in pairs: bfloat16 on a target with pair products.
+  static constexpr bool can_pair = std::is_same_v<Storage, bfloat16> && simd::bf16_pair_products;
   PackedMatrix() = default;
   /// Packs w [n, k] (row-major) and, if given, bias [n].
   PackedMatrix(const Storage* w, index_t n, index_t k, const Storage* bias = nullptr)
-      : n_(n), k_(k), depth_(pairs ? simd::pair_depth(k) : k) {
+      : n_(n), k_(k), pairs_(can_pair && simd::bf16_pairs_chosen()), depth_(pairs_ ? simd::pair_depth(k) : k) {
     constexpr index_t nr = simd::GemmTile<Storage>::nr;
     const index_t panels = (n + nr - 1) / nr;
     data_.assign(static_cast<std::size_t>(panels * depth_ * nr), Storage(0));
@@ -63,7 +63,7 @@ class PackedMatrix {
         const Storage* row = w + (p * nr + j) * k;
         Storage* panel = data_.data() + p * depth_ * nr;
         for (index_t kk = 0; kk < k; ++kk) {
-          if constexpr (pairs)
+          if (pairs_)
             panel[(kk / 2) * 2 * nr + 2 * j + kk % 2] = row[kk];
           else
             panel[kk * nr + j] = row[kk];
@@ -75,6 +75,8 @@ class PackedMatrix {
   [[nodiscard]] index_t rows() const noexcept { return n_; }
   /// k: the depth of the product.
   [[nodiscard]] index_t cols() const noexcept { return k_; }
+  /// True when the panels hold k in pairs for simd::gemm_pair_micro_kernel.
+  [[nodiscard]] bool pairs() const noexcept { return pairs_; }
   /// True for a default-constructed (or 0 × k) matrix.
   [[nodiscard]] bool empty() const noexcept { return data_.empty(); }
   /// Panel p from depth k0 on: (k - k0) × NR values.
@@ -87,7 +89,9 @@ class PackedMatrix {
   }
 
  private:
-  index_t n_ = 0, k_ = 0, depth_ = 0;  // depth_: k, or k rounded up to even where pairs
+  index_t n_ = 0, k_ = 0;
+  bool pairs_ = false;
+  index_t depth_ = 0;  // k, or k rounded up to even where pairs
   std::vector<Storage> data_;
   std::vector<Acc> bias_;
 };
@@ -120,7 +124,7 @@ template <class Storage, class Epilogue = NoEpilogue>
 void gemm_nt(const Storage* a, index_t lda, index_t m, const PackedMatrix<Storage>& w, Storage* c, index_t ldc,
              const GemmOptions<Storage>& options = {}, const Epilogue& epilogue = {}) {
   if constexpr (is_16bit_float_v<Storage>)
-    detail::gemm_nt_widened(a, lda, m, w, c, ldc, options, epilogue);
+    detail::gemm_nt_widened_any(a, lda, m, w, c, ldc, options, epilogue);
   else
     detail::gemm_nt_native(a, lda, m, w, c, ldc, options, epilogue);
 }

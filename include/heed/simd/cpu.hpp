@@ -3,7 +3,10 @@
 //   heed::cpu_info()          the CPU's vector features (as the CPU and the operating system
 //                             allow them), the best instruction-set level heed has kernels
 //                             for, and the level heed's kernels were compiled for;
-//   heed::to_string(IsaLevel) the level's name.
+//   heed::to_string(IsaLevel) the level's name;
+//   simd::bf16_pair_choices   the per-CPU kernel choice: where bfloat16 products run on AVX-512
+//                             BF16 pairs and where they widen to float (HEED_BF16_PAIRS=0 or 1
+//                             overrides it, to run either path on any machine).
 // Including it also prints two notices, each at most once per process on stderr, for builds
 // that would otherwise be slow without saying so (docs/decisions.md, "Build notices"):
 //   - a translation unit compiled without optimization (gcc or clang below -O1): heed's
@@ -14,6 +17,8 @@
 // #pragma message alone is not enough: clang drops it from a header reached through -isystem,
 // which is how CMake packages, vcpkg and Conan hand heed's include directory to a program.
 
+#include <cstdio>
+#include <cstdlib>
 #include <string_view>
 
 #define HEED_INTERNAL_HEADER_ALLOWED
@@ -50,30 +55,82 @@ enum class IsaLevel {
   return "unknown";
 }
 
+/// The CPU's maker, as CPUID names it.
+enum class CpuVendor {
+  other,  ///< not x86, or a maker heed has no row for
+  intel,  ///< "GenuineIntel"
+  amd,    ///< "AuthenticAMD"
+};
+
 /// The CPU's vector features, each true only where the CPU has it and the operating system
 /// saves its registers (XCR0 on x86: the AVX state for AVX2, FMA and F16C, the AVX-512 state for
 /// the AVX-512 features, the tile state for AMX), and the kernels heed runs on it.
 struct CpuInfo {
-  bool sse2 = false;         ///< x86-64's baseline
-  bool avx2 = false;         ///< AVX2
-  bool fma = false;          ///< FMA3
-  bool f16c = false;         ///< half <-> float conversions
-  bool avx512f = false;      ///< AVX-512 Foundation
-  bool avx512bw = false;     ///< AVX-512 byte and word
-  bool avx512dq = false;     ///< AVX-512 doubleword and quadword
-  bool avx512vl = false;     ///< AVX-512 at 128 and 256 bits
-  bool avx512_bf16 = false;  ///< vdpbf16ps: bfloat16 pair products into float
-  bool avx512_fp16 = false;  ///< AVX-512 FP16 (no heed kernel uses it)
-  bool amx_bf16 = false;     ///< AMX tiles with BF16 (no heed kernel uses them)
-  bool neon = false;         ///< AArch64's Advanced SIMD
+  bool sse2 = false;                    ///< x86-64's baseline
+  bool avx2 = false;                    ///< AVX2
+  bool fma = false;                     ///< FMA3
+  bool f16c = false;                    ///< half <-> float conversions
+  bool avx512f = false;                 ///< AVX-512 Foundation
+  bool avx512bw = false;                ///< AVX-512 byte and word
+  bool avx512dq = false;                ///< AVX-512 doubleword and quadword
+  bool avx512vl = false;                ///< AVX-512 at 128 and 256 bits
+  bool avx512_bf16 = false;             ///< vdpbf16ps: bfloat16 pair products into float
+  bool avx512_fp16 = false;             ///< AVX-512 FP16 (no heed kernel uses it)
+  bool amx_bf16 = false;                ///< AMX tiles with BF16 (no heed kernel uses them)
+  bool neon = false;                    ///< AArch64's Advanced SIMD
+  CpuVendor vendor = CpuVendor::other;  ///< the CPU's maker
   /// The best level heed has kernels for that this CPU runs.
   IsaLevel best = IsaLevel::scalar;
   /// The level heed's kernels were compiled for, set by the compiler's target (-march) of the
   /// translation unit that calls cpu_info(). Below `best`, the kernels leave speed unused.
   IsaLevel kernels = IsaLevel::scalar;
+  /// True when heed's bfloat16 attention and GEMMs multiply on AVX-512 BF16 pairs (vdpbf16ps):
+  /// the kernels are compiled for v4-bf16 and simd::bf16_pair_choices (or HEED_BF16_PAIRS)
+  /// picks pairs for this CPU. Otherwise bfloat16 is widened to float in registers.
+  bool bf16_pairs = false;
 };
 
 namespace simd {
+
+/// One row of the per-CPU kernel choices: on a CPU of this maker with AVX-512 BF16, whether
+/// bfloat16 products run on vdpbf16ps pairs (true) or on float FMAs after widening (false).
+struct Bf16PairChoice {
+  CpuVendor vendor;  ///< the CPU's maker
+  bool pairs;        ///< pair products (true) or widening (false)
+};
+
+/// Where pair products beat widening, by the CPU's maker; a maker not listed uses pairs.
+/// docs/decisions.md ("Per-CPU kernel choices") has the measurement behind each row.
+inline constexpr Bf16PairChoice bf16_pair_choices[] = {
+    {CpuVendor::amd, true},     // Zen 4, Zen 5: the pair kernel is the faster
+    {CpuVendor::intel, false},  // Sapphire Rapids: vdpbf16ps is slower than two float FMAs
+};
+
+/// The choice for a CPU with AVX-512 BF16 (`has_pairs`) of maker `vendor`, given the value of
+/// HEED_BF16_PAIRS (`env`, nullptr when unset): "1" pairs, "0" widening, unset or "" the table.
+/// Another value, or "1" on a CPU without the instructions, sets `complaint` to the line to print.
+/// The rule bf16_pairs_chosen() applies, apart so that a test can try every case.
+[[nodiscard]] inline bool bf16_pairs_choice(bool has_pairs, CpuVendor vendor, const char* env,
+                                            std::string_view& complaint) noexcept {
+  complaint = {};
+  const std::string_view value = env ? env : "";
+  if (value == "0") return false;
+  if (value == "1") {
+    if (!has_pairs)
+      complaint =
+          "heed: HEED_BF16_PAIRS=1 asks for AVX-512 BF16 pair products, which this CPU does not have; "
+          "bfloat16 is widened to float\n";
+    return has_pairs;
+  }
+  if (!value.empty())
+    complaint =
+        "heed: HEED_BF16_PAIRS must be 0 (widen bfloat16 to float) or 1 (AVX-512 BF16 pair products); "
+        "the choice for this CPU is used\n";
+  if (!has_pairs) return false;
+  for (const Bf16PairChoice& row : bf16_pair_choices)
+    if (row.vendor == vendor) return row.pairs;
+  return true;
+}
 
 /// The level the kernels of this translation unit are compiled for (simd/arch.hpp picks the
 /// code of the same level).
@@ -95,10 +152,9 @@ inline constexpr IsaLevel compiled_level =
     IsaLevel::scalar;
 #endif
 
-}  // namespace simd
-
-/// The CPU's features and the kernels heed runs on it (the CPU is read once per process).
-[[nodiscard]] inline CpuInfo cpu_info() noexcept {
+/// What the CPU has: cpu_info() without the fields about heed's kernels (`kernels`, `bf16_pairs`).
+/// The CPU is read once per process.
+[[nodiscard]] inline CpuInfo cpu_features() noexcept {
   static const detail::X86Bits x86 = detail::read_x86_bits();
   using detail::bit;
   CpuInfo info;
@@ -131,7 +187,36 @@ inline constexpr IsaLevel compiled_level =
   info.neon = true;  // every AArch64 CPU has it
   info.best = IsaLevel::neon;
 #endif
+  const std::string_view maker(x86.vendor);
+  info.vendor = maker == "GenuineIntel"   ? CpuVendor::intel
+                : maker == "AuthenticAMD" ? CpuVendor::amd
+                                          : CpuVendor::other;
+  return info;
+}
+
+/// True where this CPU should run bfloat16 products on AVX-512 BF16 pairs, by
+/// bf16_pair_choices or HEED_BF16_PAIRS: decided once per process (with one line on stderr for
+/// a HEED_BF16_PAIRS it cannot follow). The kernels use pairs where this holds and they were
+/// compiled for them (bf16_pair_products).
+[[nodiscard]] inline bool bf16_pairs_chosen() noexcept {
+  static const bool chosen = [] {
+    const CpuInfo cpu = cpu_features();
+    std::string_view complaint;
+    const char* env = std::getenv("HEED_BF16_PAIRS");  // NOLINT(concurrency-mt-unsafe): read once
+    const bool on = bf16_pairs_choice(cpu.avx512_bf16, cpu.vendor, env, complaint);
+    if (!complaint.empty()) std::fwrite(complaint.data(), 1, complaint.size(), stderr);
+    return on;
+  }();
+  return chosen;
+}
+
+}  // namespace simd
+
+/// The CPU's features and the kernels heed runs on it (the CPU is read once per process).
+[[nodiscard]] inline CpuInfo cpu_info() noexcept {
+  CpuInfo info = simd::cpu_features();
   info.kernels = simd::compiled_level;
+  info.bf16_pairs = info.kernels == IsaLevel::v4_bf16 && simd::bf16_pairs_chosen();
   return info;
 }
 

@@ -103,7 +103,7 @@ void gemm_nt_native(const Storage* a, index_t lda, index_t m, const Packed& w, S
 // gemm_nt_widened with one row of A (a decoding step), as gemm_nt_row: the workers share W's
 // panels, each chunk of panels accumulates its columns of the row in float (in the worker's own
 // scratch) on the single-row kernel, then runs the epilogue on them and rounds them into C.
-template <class Storage, class Packed, class Options, class Epilogue>
+template <bool Pairs, class Storage, class Packed, class Options, class Epilogue>
 void gemm_nt_widened_row(const Storage* a, const Packed& w, Storage* c, const Options& options,
                          const Epilogue& epilogue, int threads) {
   using Acc = accumulator_t<Storage>;
@@ -112,7 +112,7 @@ void gemm_nt_widened_row(const Storage* a, const Packed& w, Storage* c, const Op
   constexpr index_t chunk = 4;  // panels per task: 4 · NR columns of C
   const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR, chunks = (panels + chunk - 1) / chunk;
   const Storage* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
-  constexpr bool pairs = Packed::pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
+  constexpr bool pairs = Pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
   using PackedA = std::conditional_t<pairs, Storage, Acc>;
   parallel_for(chunks, static_cast<int>(std::min<index_t>(threads, chunks)), [&](index_t task, int) {
     thread_local std::vector<PackedA> packed;
@@ -150,7 +150,7 @@ void gemm_nt_widened_row(const Storage* a, const Packed& w, Storage* c, const Op
   });
 }
 
-template <class Storage, class Packed, class Options, class Epilogue>
+template <bool Pairs, class Storage, class Packed, class Options, class Epilogue>
 void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, Storage* c, index_t ldc,
                      const Options& options, const Epilogue& epilogue) {
   using Acc = accumulator_t<Storage>;
@@ -159,11 +159,11 @@ void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, 
   const index_t n = w.rows(), k = w.cols();
   const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC, ld = panels * NR;
   const int threads = options.threads > 0 ? options.threads : num_threads();
-  if (m == 1) return gemm_nt_widened_row(a, w, c, options, epilogue, threads);
+  if (m == 1) return gemm_nt_widened_row<Pairs>(a, w, c, options, epilogue, threads);
   // what C starts from: the addend, C itself (accumulate), or zero
   const Storage* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
   const index_t ld_init = options.addend ? options.ld_addend : ldc;
-  constexpr bool pairs = Packed::pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
+  constexpr bool pairs = Pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
   using PackedA = std::conditional_t<pairs, Storage, Acc>;
   parallel_for(row_blocks, static_cast<int>(std::min<index_t>(threads, row_blocks)), [&](index_t block, int) {
     thread_local std::vector<PackedA> packed;
@@ -210,6 +210,16 @@ void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, 
       simd::narrow(row, out, n);
     }
   });
+}
+
+// gemm_nt_widened on the panels W was packed in: k in pairs (pair products) or not.
+template <class Storage, class Packed, class Options, class Epilogue>
+void gemm_nt_widened_any(const Storage* a, index_t lda, index_t m, const Packed& w, Storage* c, index_t ldc,
+                         const Options& options, const Epilogue& epilogue) {
+  if constexpr (Packed::can_pair) {
+    if (w.pairs()) return gemm_nt_widened<true>(a, lda, m, w, c, ldc, options, epilogue);
+  }
+  gemm_nt_widened<false>(a, lda, m, w, c, ldc, options, epilogue);
 }
 
 }  // namespace heed::detail

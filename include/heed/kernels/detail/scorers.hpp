@@ -30,10 +30,12 @@ class DotScorer {
  public:
   using Acc = accumulator_t<Storage>;
   static constexpr index_t MR = simd::AttentionTile<Acc>::mr, NR = simd::AttentionTile<Acc>::nr;
-  // bfloat16 on AVX-512 BF16: Kᵀ packed with the depth in pairs, tiles on pair_micro_kernel
-  static constexpr bool pairs = std::is_same_v<Storage, bfloat16> && simd::bf16_pair_products;
+  // bfloat16 on AVX-512 BF16 where the CPU's choice is pairs (simd::bf16_pairs_chosen): Kᵀ
+  // packed with the depth in pairs, tiles on pair_micro_kernel
+  static constexpr bool can_pair = std::is_same_v<Storage, bfloat16> && simd::bf16_pair_products;
 
-  DotScorer(TensorView<const Storage, 4> q, TensorView<const Storage, 4> k, Acc scale) : q_(q), k_(k), scale_(scale) {}
+  DotScorer(TensorView<const Storage, 4> q, TensorView<const Storage, 4> k, Acc scale)
+      : q_(q), k_(k), scale_(scale), pairs_(can_pair && simd::bf16_pairs_chosen()) {}
 
   // Bytes of packed Kᵀ per (batch, key head), 0 when this call does not pack.
   [[nodiscard]] index_t packed_bytes() const noexcept {
@@ -84,8 +86,8 @@ class DotScorer {
 
   void scores(const TileRef& t, Acc* out, index_t ld) const {
     const index_t d = q_.size(3);
-    if constexpr (pairs) {
-      if (prepared_ && t.j0 % NR == 0) return pair_scores(t, out, ld);
+    if constexpr (can_pair) {
+      if (pairs_ && prepared_ && t.j0 % NR == 0) return pair_scores(t, out, ld);
     }
     if (prepared_ && t.j0 % NR == 0) {
       const Storage* kt = panels(t.b, t.hk) + t.j0 * d;
@@ -145,14 +147,14 @@ class DotScorer {
     const index_t keys = k_.size(2), d = k_.size(3), depth = packed_depth();
     const index_t b = group / k_.size(1), h = group % k_.size(1), n = std::min(pack_piece_keys, keys - j0);
     Storage* out = packed_.get() + (group - first_) * panel_stride_ + j0 * depth;
-    if constexpr (pairs)
-      simd::pack_kt_pairs(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
-    else
-      simd::pack_kt(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
+    if constexpr (can_pair) {
+      if (pairs_) return simd::pack_kt_pairs(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
+    }
+    simd::pack_kt(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
   }
 
   // rows of a packed panel: the key depth, rounded up to whole pairs for pair products
-  [[nodiscard]] index_t packed_depth() const noexcept { return pairs ? (k_.size(3) + 1) / 2 * 2 : k_.size(3); }
+  [[nodiscard]] index_t packed_depth() const noexcept { return pairs_ ? (k_.size(3) + 1) / 2 * 2 : k_.size(3); }
   // values of packed Kᵀ per (batch, key head): ceil(Lk / NR) panels of depth × NR
   [[nodiscard]] index_t panel_values() const noexcept { return (k_.size(2) + NR - 1) / NR * NR * packed_depth(); }
   // the packed panels of (batch b, key head hk), whose group has been prepared
@@ -162,6 +164,7 @@ class DotScorer {
 
   TensorView<const Storage, 4> q_, k_;
   Acc scale_;
+  bool pairs_;                                      // Kᵀ packed in pairs, tiles on pair products
   index_t panel_stride_ = 0;                        // values per (batch, key head) in packed_
   index_t first_ = 0, capacity_ = 0;                // the first group packed, and how many groups fit
   std::unique_ptr<Storage, AlignedDelete> packed_;  // Kᵀ panels, [groups, ceil(Lk / NR), d, NR], 64-byte aligned

@@ -64,12 +64,12 @@ void accumulate_pv(const Acc* p, index_t ldp, index_t ni, index_t runs, const in
 // where the softmax leaves P, what is packed before the tiles, and the product. Two ways:
 //   - widened (every storage type, every target): P stays in S in the accumulator type, V is
 //     read in place (16-bit values widened in registers) by accumulate_pv;
-//   - pairs (bfloat16 storage where the target has AVX-512 BF16, query tiles of 2·MR rows and
-//     more, an even block_k): V is packed with its keys in pairs (simd::pack_v_pairs) a chunk of
-//     (batch, key/value head) groups at a time, the softmax rounds P to bfloat16 as it writes
-//     it, and the product runs on vdpbf16ps (simd::pair_micro_kernel). Scores, m, l and O stay
-//     float; rounding P costs at most 2^-8 · Σ_j p_j·|v_j| in each output (docs/decisions.md,
-//     "Attention kernel v2, second part"). Spans start at an even key (block_k even).
+//   - pairs (bfloat16 storage where the target has AVX-512 BF16 and the CPU's choice is pairs,
+//     simd::bf16_pairs_chosen; query tiles of 2·MR rows and more, an even block_k): V is packed with its keys in pairs
+//     (simd::pack_v_pairs) a chunk of (batch, key/value head) groups at a time, the softmax rounds P to bfloat16 as it
+//     writes it, and the product runs on vdpbf16ps (simd::pair_micro_kernel). Scores, m, l and O stay float; rounding P
+//     costs at most 2^-8 · Σ_j p_j·|v_j| in each output (docs/decisions.md, "Attention kernel v2, second part"). Spans
+//     start at an even key (block_k even).
 template <class Storage>
 class ValueProduct {
  public:
@@ -77,7 +77,8 @@ class ValueProduct {
 
   ValueProduct(const TensorView<const Storage, 4>& v, index_t Lq, index_t block_k)
       : v_(v),
-        pairs_(can_pair && block_k % 2 == 0 && Lq >= 2 * simd::AttentionTile<Acc>::mr && v.size(3) > 0),
+        pairs_(can_pair && block_k % 2 == 0 && Lq >= 2 * simd::AttentionTile<Acc>::mr && v.size(3) > 0 &&
+               simd::bf16_pairs_chosen()),
         key_pairs_((v.size(2) + 1) / 2),
         col_panels_((v.size(3) + NR - 1) / NR),
         group_values_(col_panels_ * key_pairs_ * 2 * NR) {}

@@ -18,10 +18,11 @@
 
 namespace heed::detail {
 
-/// The x86 feature bits heed reads: CPUID leaf 1, leaf 7 sub-leaves 0 and 1, and XCR0 (the
-/// register states the operating system saves; 0 where OSXSAVE says XGETBV may not run).
-/// All zero on other CPUs.
+/// The x86 feature bits heed reads: the vendor (CPUID leaf 0's EBX, EDX, ECX: "GenuineIntel",
+/// "AuthenticAMD"), CPUID leaf 1, leaf 7 sub-leaves 0 and 1, and XCR0 (the register states the
+/// operating system saves; 0 where OSXSAVE says XGETBV may not run). All zero on other CPUs.
 struct X86Bits {
+  char vendor[13] = {};
   unsigned l1_ecx = 0, l1_edx = 0, l7_ebx = 0, l7_edx = 0, l7s1_eax = 0;
   unsigned long long xcr0 = 0;
 };
@@ -46,6 +47,12 @@ inline X86Bits read_x86_bits() noexcept {
   X86Bits bits;
 #if defined(HEED_CPU_X86_GNU) || defined(HEED_CPU_X86_MSVC)
   unsigned r[4];
+  cpuid(0, 0, r);
+  for (int i = 0; i < 4; ++i) {  // EBX, EDX, ECX: 12 characters
+    bits.vendor[i] = static_cast<char>((r[1] >> (8 * i)) & 0xFF);
+    bits.vendor[4 + i] = static_cast<char>((r[3] >> (8 * i)) & 0xFF);
+    bits.vendor[8 + i] = static_cast<char>((r[2] >> (8 * i)) & 0xFF);
+  }
   cpuid(1, 0, r);
   bits.l1_ecx = r[2];
   bits.l1_edx = r[3];

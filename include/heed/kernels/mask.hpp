@@ -10,6 +10,7 @@
 //   mask::Bias{bias}              float added to the scores (relative positions, -inf)
 //   mask::ALiBi{slopes, offset}   slope_h · (j - i - offset) added, computed per tile (Press et
 //                                 al. 2021); heed::alibi_slopes(H) gives BLOOM's slopes
+//                                 (kernels/alibi.hpp, included here)
 //   mask::all(a, b, ...)          visible iff visible under every one (an AllOf)
 // and, for long sequences, in sparse_masks.hpp: BlockSparse, GlobalTokens, any(...) (the union),
 // Sparse and bigbird_layout.
@@ -35,6 +36,7 @@
 
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
+#include "heed/kernels/alibi.hpp"
 #include "heed/kernels/mask_policy.hpp"
 #include "heed/kernels/tile_ref.hpp"
 
@@ -324,24 +326,3 @@ template <class... Masks>
 }
 
 }  // namespace heed::mask
-
-namespace heed {
-
-/// ALiBi's head slopes as BLOOM computes them: for H a power of two, 2^(-8k/H) for k = 1..H;
-/// otherwise those of the largest power of two P below H, then every other slope of 2P's
-/// sequence (k = 1, 3, 5, ...) for the remaining H - P heads. ShapeError for H < 1.
-[[nodiscard]] inline std::vector<double> alibi_slopes(index_t heads) {
-  if (heads < 1) throw ShapeError("heed::alibi_slopes: heads must be >= 1, got " + std::to_string(heads));
-  index_t closest = 1;
-  while (closest * 2 <= heads) closest *= 2;
-  const auto sequence = [](index_t n) { return std::pow(2.0, -8.0 / static_cast<double>(n)); };
-  std::vector<double> slopes;
-  const double base = sequence(closest);
-  for (index_t k = 1; k <= closest; ++k) slopes.push_back(std::pow(base, static_cast<double>(k)));
-  const double extra = sequence(2 * closest);
-  for (index_t k = 1; static_cast<index_t>(slopes.size()) < heads; k += 2)
-    slopes.push_back(std::pow(extra, static_cast<double>(k)));
-  return slopes;
-}
-
-}  // namespace heed

@@ -1,7 +1,7 @@
 // The attention micro-kernel (heed/simd/attention_kernel.hpp) against a double loop: full and
 // edge blocks (m_valid < MR, n_valid < NR), with and without the per-row scale of C, A and B
 // strided, B in float and in bfloat16 / half (widened as it is read), B in runs of rows; and
-// pack_kt's and pack_kt_pairs' layouts.
+// pack_kt's and pack_kt_pairs' layouts; the whole-tile products the driver calls.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -317,6 +317,107 @@ TEST(AttentionRowKernels, EveryLengthInFloatAndSixteenBit) {
       check_row_kernels<heed::bfloat16>(depth, nj);
       check_row_kernels<heed::half>(depth, nj);
     }
+}
+
+// The whole-tile products against double loops: scores of an ni × nj tile from packed Kᵀ (rows
+// and keys past whole micro-kernel blocks), and O = c·O + P·V over two runs of keys with dv
+// covering full, half-width and plain columns (and the single-row path).
+template <class TK>
+void check_tiles(index_t depth, index_t ni, index_t nj) {
+  constexpr index_t NR = simd::AttentionTile<float>::nr;
+  SCOPED_TRACE(testing::Message() << "depth " << depth << " ni " << ni << " nj " << nj << " " << sizeof(TK) * 8
+                                  << "-bit");
+  const index_t ldq = depth + 1, ldk = depth + 2, ld = nj + 3;
+  const auto q = heed::randn<float>({ni, ldq}, 11);
+  const auto k = heed::cast<TK>(heed::randn<float>({nj, ldk}, 12));
+  std::vector<TK> kt(static_cast<std::size_t>((nj + NR - 1) / NR * NR * depth));
+  simd::pack_kt(k.data(), ldk, nj, depth, kt.data());
+  auto s = heed::randn<float>({ni, ld}, 13);
+  const auto s_before = s;
+  simd::attention_tile_scores(depth, q.data(), ldq, ni, kt.data(), nj, s.data(), ld, 0.5f);
+  for (index_t i = 0; i < ni; ++i)
+    for (index_t j = 0; j < ld; ++j) {
+      if (j >= nj) {
+        ASSERT_EQ(s(i, j), s_before(i, j)) << "written past the tile at " << i << "," << j;
+        continue;
+      }
+      double sum = 0;
+      for (index_t kk = 0; kk < depth; ++kk) sum += double(q(i, kk)) * double(float(k(j, kk)));
+      ASSERT_NEAR(double(s(i, j)), 0.5 * sum, 1e-5 * (1 + std::abs(sum)) * double(depth)) << i << "," << j;
+    }
+
+  const index_t dv = depth, ldv = dv + 2, keys[2] = {nj, 5}, ldp = nj + 5 + 1;
+  const auto v = heed::cast<TK>(heed::randn<float>({nj + 9, ldv}, 14));
+  const TK* runs[2] = {v.data(), v.data() + (nj + 4) * ldv};  // the second run: rows nj + 4 ..
+  const auto pr = heed::randn<float>({ni, ldp}, 15);
+  const auto c = heed::randn<float>({ni}, 16);
+  const std::vector<float> ones(static_cast<std::size_t>(ni), 1.0f);
+  for (const index_t rows : {ni, index_t{1}})
+    for (const bool scaled : {false, true}) {
+      auto o = heed::randn<float>({ni, dv}, 17);
+      const auto before = o;
+      simd::attention_tile_pv(pr.data(), ldp, rows, 2, keys, runs, ldv, dv, o.data(), scaled ? c.data() : nullptr,
+                              ones.data());
+      for (index_t i = 0; i < ni; ++i)
+        for (index_t col = 0; col < dv; ++col) {
+          if (i >= rows) {
+            ASSERT_EQ(o(i, col), before(i, col));
+            continue;
+          }
+          double sum = scaled ? double(c(i)) * double(before(i, col)) : 0.0;
+          for (index_t r = 0, k0 = 0; r < 2; k0 += keys[r++])
+            for (index_t j = 0; j < keys[r]; ++j) sum += double(pr(i, k0 + j)) * double(float(runs[r][j * ldv + col]));
+          ASSERT_NEAR(double(o(i, col)), sum, 1e-5 * (1 + std::abs(sum)) * double(nj)) << "P·V " << i << "," << col;
+        }
+    }
+}
+
+TEST(TileProducts, ScoresAndValuesOfWholeTiles) {
+  constexpr index_t MR = simd::AttentionTile<float>::mr, NR = simd::AttentionTile<float>::nr;
+  for (const index_t depth : {index_t{7}, NR + NR / 2 + 3, index_t{64}})
+    for (const index_t ni : {index_t{1}, 2 * MR + 3})
+      for (const index_t nj : {index_t{3}, 2 * NR + 5}) {
+        check_tiles<float>(depth, ni, nj);
+        check_tiles<heed::bfloat16>(depth, ni, nj);
+        check_tiles<heed::half>(depth, ni, nj);
+      }
+}
+
+TEST(TileProducts, PairTilesAreTheSumsOfTheirPairs) {
+  constexpr index_t MR = simd::AttentionTile<float>::mr, NR = simd::pair_panel;
+  for (const index_t depth : {index_t{7}, index_t{64}}) {
+    const index_t ni = 2 * MR + 3, nj = 2 * NR + 5, pairs = (depth + 1) / 2, ld = nj + 3;
+    SCOPED_TRACE(testing::Message() << "depth " << depth);
+    auto q = heed::cast<heed::bfloat16>(heed::randn<float>({ni, 2 * pairs}, 21));
+    for (index_t i = 0; i < ni; ++i)
+      if (depth % 2 != 0) q(i, depth) = heed::bfloat16(0.0f);  // an odd depth reads a zero, as the scorer pads it
+    const auto k = heed::cast<heed::bfloat16>(heed::randn<float>({nj, depth}, 22));
+    std::vector<heed::bfloat16> kt(static_cast<std::size_t>((nj + NR - 1) / NR * 2 * pairs * NR));
+    simd::pack_kt_pairs(k.data(), depth, nj, depth, kt.data());
+    auto s = heed::randn<float>({ni, ld}, 23);
+    simd::pair_tile_scores(pairs, q.data(), 2 * pairs, ni, kt.data(), nj, s.data(), ld, 0.5f);
+    for (index_t i = 0; i < ni; ++i)
+      for (index_t j = 0; j < nj; ++j) {
+        double sum = 0;
+        for (index_t kk = 0; kk < depth; ++kk) sum += double(float(q(i, kk))) * double(float(k(j, kk)));
+        ASSERT_NEAR(double(s(i, j)), 0.5 * sum, 1e-5 * (1 + std::abs(sum)) * double(depth)) << i << "," << j;
+      }
+    // O = c·O + P·V over the keys of V from key 2 on (a run that starts inside the panels)
+    const index_t dv = NR + 5, vkeys = 2 * pairs + 2, key_pairs = (vkeys + 1) / 2;
+    const auto v = heed::cast<heed::bfloat16>(heed::randn<float>({vkeys, dv}, 24));
+    std::vector<heed::bfloat16> vp(static_cast<std::size_t>((dv + NR - 1) / NR * key_pairs * 2 * NR));
+    simd::pack_v_pairs(v.data(), dv, vkeys, dv, vp.data());
+    const auto c = heed::randn<float>({ni}, 25);
+    auto o = heed::randn<float>({ni, dv}, 26);
+    const auto before = o;
+    simd::pair_tile_pv(pairs, q.data(), 2 * pairs, ni, vp.data() + 2 * NR, key_pairs * 2 * NR, dv, o.data(), c.data());
+    for (index_t i = 0; i < ni; ++i)
+      for (index_t col = 0; col < dv; ++col) {
+        double sum = double(c(i)) * double(before(i, col));
+        for (index_t kk = 0; kk < depth; ++kk) sum += double(float(q(i, kk))) * double(float(v(2 + kk, col)));
+        ASSERT_NEAR(double(o(i, col)), sum, 1e-5 * (1 + std::abs(sum)) * double(depth)) << "P·V " << i << "," << col;
+      }
+  }
 }
 
 }  // namespace

@@ -383,4 +383,99 @@ inline void pair_micro_kernel(index_t pairs, const bfloat16* a, index_t lda, ind
   pair_micro_kernel(pairs, a, lda, m_valid, b, n_valid, c, ldc, c_scale, alpha, target_isa{});
 }
 
+// ---------------------------------------------------------------------------------------------
+// The tile products: the attention driver's entry points into this layer (kernels/detail/
+// scorers.hpp, value_product.hpp, attention_decode.hpp). Each call computes a whole tile, up to
+// block_q × block_k (96 × 256 by default), out of micro-kernel calls: the grain at which a
+// run-time choice of instruction set can put one indirect call between the driver and the
+// kernels without it being measurable (docs/design.md, "Instruction-set levels, and run-time
+// dispatch").
+
+/// The most runs of keys attention_tile_pv takes in one call.
+inline constexpr index_t max_pv_runs = 16;
+
+/// out[i, j] = scale · Σ_kk q[i, kk] · Kᵀ[kk, j] for i < ni, j < nj: the scores of one tile. q holds
+/// ni rows of `depth` values, ldq apart (16-bit queries are widened by the caller, once per tile);
+/// kt is the tile's part of pack_kt's panels (from its first key, a multiple of NR); out's rows
+/// are ld apart. Panel by panel: a panel of Kᵀ (depth × NR) stays in L1 while every block of MR
+/// query rows reads it.
+template <class Acc, class TQ, class TK>
+inline void attention_tile_scores(index_t depth, const TQ* q, index_t ldq, index_t ni, const TK* kt, index_t nj,
+                                  Acc* out, index_t ld, Acc scale) noexcept {
+  constexpr index_t MR = AttentionTile<Acc>::mr, NR = AttentionTile<Acc>::nr;
+  for (index_t jp = 0; jp < nj; jp += NR)
+    for (index_t ir = 0; ir < ni; ir += MR)
+      attention_micro_kernel<Acc>(depth, q + ir * ldq, ldq, std::min(MR, ni - ir), kt + jp * depth, NR,
+                                  std::min(NR, nj - jp), out + ir * ld + jp, ld, nullptr, scale);
+}
+
+/// attention_tile_scores on pair products: q's rows hold 2·pairs bfloat16 values (ldq apart; an
+/// odd depth padded with a zero), kt is the tile's part of pack_kt_pairs' panels.
+inline void pair_tile_scores(index_t pairs, const bfloat16* q, index_t ldq, index_t ni, const bfloat16* kt, index_t nj,
+                             float* out, index_t ld, float scale) noexcept {
+  constexpr index_t MR = AttentionTile<float>::mr, NR = pair_panel;
+  for (index_t jp = 0; jp < nj; jp += NR)
+    for (index_t ir = 0; ir < ni; ir += MR)
+      pair_micro_kernel(pairs, q + ir * ldq, ldq, std::min(MR, ni - ir), kt + jp * 2 * pairs, std::min(NR, nj - jp),
+                        out + ir * ld + jp, ld, nullptr, scale);
+}
+
+/// O[0:ni, :] = c · O + Σ_r P_r V_r over the runs of keys of a span of tiles (at most
+/// max_pv_runs): P_r is the next keys[r] columns of P [ni, Σ keys] (side by side, leading
+/// dimension ldp), V_r keys[r] rows from v[r] (ldv apart, in V's storage type Storage), O [ni, dv]
+/// (leading dimension dv), c per row (nullptr: O = Σ P_r V_r); ones is a row of ones (only read
+/// when several runs meet a single row). The micro-kernel keeps each block of O in registers
+/// across the runs: one pass over O per span, not one per run. Full NR-wide column blocks first,
+/// then a half-width block where one vector of columns is left (d = 80, 96, ...), the last
+/// dv % (NR / 2) columns on a plain loop.
+template <class Acc, class Storage>
+inline void attention_tile_pv(const Acc* p, index_t ldp, index_t ni, index_t runs, const index_t* keys,
+                              const Storage* const* v, index_t ldv, index_t dv, Acc* o, const Acc* c,
+                              const Acc* ones) noexcept {
+  constexpr index_t MR = AttentionTile<Acc>::mr, NR = AttentionTile<Acc>::nr, W = NR / 2;
+  if (ni == 1) {  // one row: run by run, the later runs adding to O
+    for (index_t r = 0, col = 0; r < runs; col += keys[r++])
+      attention_row_pv(keys[r], p + col, v[r], ldv, dv, o, r == 0 ? c : ones);
+    return;
+  }
+  const Storage* at[max_pv_runs];  // the runs' rows from column c0 on
+  const auto columns = [&](index_t c0) {
+    for (index_t r = 0; r < runs; ++r) at[r] = v[r] + c0;
+  };
+  index_t full = dv / NR * NR;
+  for (index_t c0 = 0; c0 < full; c0 += NR) {
+    columns(c0);
+    for (index_t ir = 0; ir < ni; ir += MR)
+      attention_micro_kernel_runs<Acc>(runs, keys, at, ldv, p + ir * ldp, ldp, std::min(MR, ni - ir), NR,
+                                       o + ir * dv + c0, dv, c ? c + ir : nullptr, Acc(1));
+  }
+  if (dv - full >= W) {
+    columns(full);
+    for (index_t ir = 0; ir < ni; ir += MR)
+      attention_micro_kernel_runs<Acc, 1>(runs, keys, at, ldv, p + ir * ldp, ldp, std::min(MR, ni - ir), W,
+                                          o + ir * dv + full, dv, c ? c + ir : nullptr, Acc(1));
+    full += W;
+  }
+  for (index_t i = 0; i < ni; ++i)
+    for (index_t col = full; col < dv; ++col) {
+      Acc sum = c ? c[i] * o[i * dv + col] : Acc(0);
+      for (index_t r = 0, k0 = 0; r < runs; k0 += keys[r++])
+        for (index_t j = 0; j < keys[r]; ++j) sum += p[i * ldp + k0 + j] * static_cast<Acc>(v[r][j * ldv + col]);
+      o[i * dv + col] = sum;
+    }
+}
+
+/// o[0:ni, 0:dv] = c · O + P V on pair products for one run of keys: p holds ni rows of
+/// 2·pairs probabilities rounded to bfloat16 (lda apart), v the run's part of pack_v_pairs'
+/// panels (from its first key pair; column panel cp at v + cp · panel_stride), o's rows are dv
+/// apart, c per row (nullptr: O = P V).
+inline void pair_tile_pv(index_t pairs, const bfloat16* p, index_t lda, index_t ni, const bfloat16* v,
+                         index_t panel_stride, index_t dv, float* o, const float* c) noexcept {
+  constexpr index_t MR = AttentionTile<float>::mr, NR = pair_panel;
+  for (index_t cp = 0; cp * NR < dv; ++cp)
+    for (index_t ir = 0; ir < ni; ir += MR)
+      pair_micro_kernel(pairs, p + ir * lda, lda, std::min(MR, ni - ir), v + cp * panel_stride,
+                        std::min(NR, dv - cp * NR), o + ir * dv + cp * NR, dv, c ? c + ir : nullptr, 1.0f);
+}
+
 }  // namespace heed::simd

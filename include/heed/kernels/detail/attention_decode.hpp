@@ -14,6 +14,7 @@
 #include "heed/kernels/detail/attention_scratch.hpp"
 #include "heed/kernels/detail/online_softmax.hpp"
 #include "heed/kernels/detail/value_product.hpp"
+#include "heed/simd/attention_kernel.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::detail {
@@ -117,8 +118,8 @@ void attention_decode(const TensorView<Storage, 4>& out, const TensorView<const 
       for (index_t r = 0; r < R; ++r)
         s.correction[static_cast<std::size_t>(r)] = s.rows[static_cast<std::size_t>(r)].update(S + r * bk, nj);
       const Storage* rows = &v(b, hk, j0, 0);
-      accumulate_pv<Acc, Storage>(S, bk, R, 1, &nj, &rows, v.stride(2), dv, O, started ? s.correction.data() : nullptr,
-                                  nullptr);
+      simd::attention_tile_pv<Acc, Storage>(S, bk, R, 1, &nj, &rows, v.stride(2), dv, O,
+                                            started ? s.correction.data() : nullptr, nullptr);
       started = true;
     }
     if (options.stats) add_stats(stats[static_cast<std::size_t>(worker)], counted);

@@ -91,22 +91,15 @@ class DotScorer {
     }
     if (prepared_ && t.j0 % NR == 0) {
       const Storage* kt = panels(t.b, t.hk) + t.j0 * d;
-      const auto run = [&](const auto* q, index_t ldq) {
-        // panel by panel: a panel of Kᵀ (depth × NR) stays in L1 while every query row block reads it
-        for (index_t jp = 0; jp < t.nj; jp += NR)
-          for (index_t ir = 0; ir < t.ni; ir += MR)
-            simd::attention_micro_kernel<Acc>(d, q + ir * ldq, ldq, std::min(MR, t.ni - ir), kt + jp * d, NR,
-                                              std::min(NR, t.nj - jp), out + ir * ld + jp, ld, nullptr, scale_);
-      };
       if constexpr (std::is_same_v<Storage, Acc>) {
-        run(&q_(t.b, t.h, t.i0, 0), q_.stride(2));
+        simd::attention_tile_scores(d, &q_(t.b, t.h, t.i0, 0), q_.stride(2), t.ni, kt, t.nj, out, ld, scale_);
       } else {
         // 16-bit queries are widened once per tile (ni × d values, a fraction 1/nj of the tile's
         // work) rather than at each of the micro-kernel's broadcasts
         thread_local std::vector<Acc> widened;
         widened.resize(static_cast<std::size_t>(t.ni * d));
         for (index_t i = 0; i < t.ni; ++i) simd::widen(&q_(t.b, t.h, t.i0 + i, 0), widened.data() + i * d, d);
-        run(widened.data(), d);
+        simd::attention_tile_scores(d, widened.data(), d, t.ni, kt, t.nj, out, ld, scale_);
       }
       return;
     }
@@ -133,10 +126,7 @@ class DotScorer {
       q = padded.data();
       ldq = d + 1;
     }
-    for (index_t jp = 0; jp < t.nj; jp += NR)
-      for (index_t ir = 0; ir < t.ni; ir += MR)
-        simd::pair_micro_kernel(pairs_per_row, q + ir * ldq, ldq, std::min(MR, t.ni - ir), kt + jp * 2 * pairs_per_row,
-                                std::min(NR, t.nj - jp), out + ir * ld + jp, ld, nullptr, scale_);
+    simd::pair_tile_scores(pairs_per_row, q, ldq, t.ni, kt, t.nj, out, ld, scale_);
   }
 
   // keys per packing task: a multiple of every NR

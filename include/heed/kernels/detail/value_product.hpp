@@ -17,59 +17,19 @@
 
 namespace heed::detail {
 
-// O[0:ni, :] = c · O + Σ_r P_r V_r over a span's runs of keys: P_r is the next keys[r] columns of
-// P [ni, Σ keys] (side by side, leading dimension ldp), V_r keys[r] rows from v[r] (ldv apart, in
-// V's storage type Storage), O [ni, dv] (leading dimension dv), c per row (nullptr: O = Σ P_r V_r);
-// ones is a row of ones (only read when several runs meet a single row). The micro-kernel keeps
-// each block of O in registers across the runs: one pass over O per span, not one per run. Full
-// NR-wide column blocks first, then a half-width block where one vector of columns is left
-// (d = 80, 96, ...), the last dv % (NR / 2) columns on a plain loop.
-template <class Acc, class Storage>
-void accumulate_pv(const Acc* p, index_t ldp, index_t ni, index_t runs, const index_t* keys, const Storage* const* v,
-                   index_t ldv, index_t dv, Acc* o, const Acc* c, const Acc* ones) noexcept {
-  constexpr index_t MR = simd::AttentionTile<Acc>::mr, NR = simd::AttentionTile<Acc>::nr, W = NR / 2;
-  if (ni == 1) {  // one row: run by run, the later runs adding to O
-    for (index_t r = 0, col = 0; r < runs; col += keys[r++])
-      simd::attention_row_pv(keys[r], p + col, v[r], ldv, dv, o, r == 0 ? c : ones);
-    return;
-  }
-  const Storage* at[max_span_tiles];  // the runs' rows from column c0 on
-  const auto columns = [&](index_t c0) {
-    for (index_t r = 0; r < runs; ++r) at[r] = v[r] + c0;
-  };
-  index_t full = dv / NR * NR;
-  for (index_t c0 = 0; c0 < full; c0 += NR) {
-    columns(c0);
-    for (index_t ir = 0; ir < ni; ir += MR)
-      simd::attention_micro_kernel_runs<Acc>(runs, keys, at, ldv, p + ir * ldp, ldp, std::min(MR, ni - ir), NR,
-                                             o + ir * dv + c0, dv, c ? c + ir : nullptr, Acc(1));
-  }
-  if (dv - full >= W) {
-    columns(full);
-    for (index_t ir = 0; ir < ni; ir += MR)
-      simd::attention_micro_kernel_runs<Acc, 1>(runs, keys, at, ldv, p + ir * ldp, ldp, std::min(MR, ni - ir), W,
-                                                o + ir * dv + full, dv, c ? c + ir : nullptr, Acc(1));
-    full += W;
-  }
-  for (index_t i = 0; i < ni; ++i)
-    for (index_t col = full; col < dv; ++col) {
-      Acc sum = c ? c[i] * o[i * dv + col] : Acc(0);
-      for (index_t r = 0, k0 = 0; r < runs; k0 += keys[r++])
-        for (index_t j = 0; j < keys[r]; ++j) sum += p[i * ldp + k0 + j] * static_cast<Acc>(v[r][j * ldv + col]);
-      o[i * dv + col] = sum;
-    }
-}
+static_assert(max_span_tiles <= simd::max_pv_runs, "a span's runs must fit simd::attention_tile_pv");
 
 // The value product of the tiled loop, O = c·O + P·V over a span, beside the scorer's S = Q·Kᵀ:
 // where the softmax leaves P, what is packed before the tiles, and the product. Two ways:
 //   - widened (every storage type, every target): P stays in S in the accumulator type, V is
-//     read in place (16-bit values widened in registers) by accumulate_pv;
+//     read in place (16-bit values widened in registers) by simd::attention_tile_pv;
 //   - pairs (bfloat16 storage where the target has AVX-512 BF16 and the CPU's choice is pairs,
-//     simd::bf16_pairs_chosen; query tiles of 2·MR rows and more, an even block_k): V is packed with its keys in pairs
-//     (simd::pack_v_pairs) a chunk of (batch, key/value head) groups at a time, the softmax rounds P to bfloat16 as it
-//     writes it, and the product runs on vdpbf16ps (simd::pair_micro_kernel). Scores, m, l and O stay float; rounding P
-//     costs at most 2^-8 · Σ_j p_j·|v_j| in each output (docs/decisions.md, "Attention kernel v2, second part"). Spans
-//     start at an even key (block_k even).
+//     simd::bf16_pairs_chosen; query tiles of 2·MR rows and more, an even block_k): V is packed
+//     with its keys in pairs (simd::pack_v_pairs) a chunk of (batch, key/value head) groups at a
+//     time, the softmax rounds P to bfloat16 as it writes it, and the product runs on vdpbf16ps
+//     (simd::pair_tile_pv). Scores, m, l and O stay float; rounding P costs at most
+//     2^-8 · Σ_j p_j·|v_j| in each output (docs/decisions.md, "Attention kernel v2, second
+//     part"). Spans start at an even key (block_k even).
 template <class Storage>
 class ValueProduct {
  public:
@@ -148,18 +108,11 @@ class ValueProduct {
     const index_t dv = v_.size(3);
     if constexpr (can_pair) {
       if (pairs_) {
-        constexpr index_t MR = simd::AttentionTile<Acc>::mr;
         const index_t lda = rounded_ld(span.keys);
-        for (index_t r = 0; r < span.runs; ++r) {
-          const Storage* vp = packed_.get() + packed * group_values_ + span.key(r) * NR;
-          const index_t pairs_r = (span.run_keys(r) + 1) / 2;
-          const Acc* scale = r > 0 ? ones : c;
-          for (index_t cp = 0; cp < col_panels_; ++cp)
-            for (index_t ir = 0; ir < rows; ir += MR)
-              simd::pair_micro_kernel(pairs_r, rounded + ir * lda + span.col[r], lda, std::min(MR, rows - ir),
-                                      vp + cp * key_pairs_ * 2 * NR, std::min(NR, dv - cp * NR), O + ir * dv + cp * NR,
-                                      dv, scale ? scale + ir : nullptr, Acc(1));
-        }
+        for (index_t r = 0; r < span.runs; ++r)
+          simd::pair_tile_pv((span.run_keys(r) + 1) / 2, rounded + span.col[r], lda, rows,
+                             packed_.get() + packed * group_values_ + span.key(r) * NR, key_pairs_ * 2 * NR, dv, O,
+                             r > 0 ? ones : c);
         return;
       }
     }
@@ -169,7 +122,7 @@ class ValueProduct {
       keys[r] = span.run_keys(r);
       from[r] = &v_(b, hk, span.key(r), 0);
     }
-    accumulate_pv(S, ld, rows, span.runs, keys, from, v_.stride(2), dv, O, c, ones);
+    simd::attention_tile_pv(S, ld, rows, span.runs, keys, from, v_.stride(2), dv, O, c, ones);
   }
 
  private:

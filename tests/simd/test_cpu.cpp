@@ -142,6 +142,11 @@ TEST(CpuInfo, Bf16PairsFollowTheTableUnlessTheEnvironmentSaysOtherwise) {
   if (env != nullptr && std::string_view(env) == "1" && cpu.avx512_bf16) {
     EXPECT_EQ(cpu.bf16_pairs, heed::simd::bf16_pair_products);
   }
+  // what the kernels read: the same choice, for bfloat16 only
+  static_assert(!heed::simd::pairs_compiled_for<float> && !heed::simd::pairs_compiled_for<heed::half>);
+  static_assert(heed::simd::pairs_compiled_for<heed::bfloat16> == heed::simd::bf16_pair_products);
+  EXPECT_EQ(heed::simd::pairs_in_use<heed::bfloat16>(), cpu.bf16_pairs);
+  EXPECT_FALSE(heed::simd::pairs_in_use<float>());
 }
 
 TEST(CpuInfo, LevelNames) {

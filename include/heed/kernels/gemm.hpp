@@ -46,11 +46,11 @@ class PackedMatrix {
  public:
   using Acc = accumulator_t<Storage>;  ///< the type of the bias and of the arithmetic (float for 16-bit Storage)
   /// True where a Storage W may be packed in pairs: bfloat16 on a target with pair products.
-  static constexpr bool can_pair = std::is_same_v<Storage, bfloat16> && simd::bf16_pair_products;
+  static constexpr bool can_pair = simd::pairs_compiled_for<Storage>;
   PackedMatrix() = default;
   /// Packs w [n, k] (row-major) and, if given, bias [n].
   PackedMatrix(const Storage* w, index_t n, index_t k, const Storage* bias = nullptr)
-      : n_(n), k_(k), pairs_(can_pair && simd::bf16_pairs_chosen()), depth_(pairs_ ? simd::pair_depth(k) : k) {
+      : n_(n), k_(k), pairs_(simd::pairs_in_use<Storage>()), depth_(pairs_ ? simd::pair_depth(k) : k) {
     constexpr index_t nr = simd::GemmTile<Storage>::nr;
     const index_t panels = (n + nr - 1) / nr;
     data_.assign(static_cast<std::size_t>(panels * depth_ * nr), Storage(0));

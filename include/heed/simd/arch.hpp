@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "heed/core/scalar.hpp"
 #include "heed/simd/cpu.hpp"
 
 #if !defined(HEED_SIMD_SCALAR)
@@ -182,6 +183,22 @@ inline constexpr bool bf16_pair_products =
 #else
     false;
 #endif
+
+/// True where Storage's products can run on pair products in this build: bfloat16 where
+/// bf16_pair_products holds.
+template <class Storage>
+inline constexpr bool pairs_compiled_for = std::is_same_v<Storage, bfloat16>&& bf16_pair_products;
+
+/// True where Storage's products run on pair products in this process: compiled for them
+/// (pairs_compiled_for) and chosen for this CPU (bf16_pairs_chosen, simd/cpu.hpp). What the
+/// attention scorer, its value product and PackedMatrix each decide once, when they are made.
+template <class Storage>
+[[nodiscard]] inline bool pairs_in_use() noexcept {
+  if constexpr (pairs_compiled_for<Storage>)
+    return bf16_pairs_chosen();
+  else
+    return false;
+}
 
 #if defined(HEED_SIMD_SCALAR)
 

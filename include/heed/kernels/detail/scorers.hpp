@@ -32,10 +32,10 @@ class DotScorer {
   static constexpr index_t MR = simd::AttentionTile<Acc>::mr, NR = simd::AttentionTile<Acc>::nr;
   // bfloat16 on AVX-512 BF16 where the CPU's choice is pairs (simd::bf16_pairs_chosen): Kᵀ
   // packed with the depth in pairs, tiles on pair_micro_kernel
-  static constexpr bool can_pair = std::is_same_v<Storage, bfloat16> && simd::bf16_pair_products;
+  static constexpr bool can_pair = simd::pairs_compiled_for<Storage>;
 
   DotScorer(TensorView<const Storage, 4> q, TensorView<const Storage, 4> k, Acc scale)
-      : q_(q), k_(k), scale_(scale), pairs_(can_pair && simd::bf16_pairs_chosen()) {}
+      : q_(q), k_(k), scale_(scale), pairs_(simd::pairs_in_use<Storage>()) {}
 
   // Bytes of packed Kᵀ per (batch, key head), 0 when this call does not pack.
   [[nodiscard]] index_t packed_bytes() const noexcept {

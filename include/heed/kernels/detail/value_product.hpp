@@ -37,8 +37,8 @@ class ValueProduct {
 
   ValueProduct(const TensorView<const Storage, 4>& v, index_t Lq, index_t block_k)
       : v_(v),
-        pairs_(can_pair && block_k % 2 == 0 && Lq >= 2 * simd::AttentionTile<Acc>::mr && v.size(3) > 0 &&
-               simd::bf16_pairs_chosen()),
+        pairs_(simd::pairs_in_use<Storage>() && block_k % 2 == 0 && Lq >= 2 * simd::AttentionTile<Acc>::mr &&
+               v.size(3) > 0),
         key_pairs_((v.size(2) + 1) / 2),
         col_panels_((v.size(3) + NR - 1) / NR),
         group_values_(col_panels_ * key_pairs_ * 2 * NR) {}
@@ -126,7 +126,7 @@ class ValueProduct {
   }
 
  private:
-  static constexpr bool can_pair = std::is_same_v<Storage, bfloat16> && simd::bf16_pair_products;
+  static constexpr bool can_pair = simd::pairs_compiled_for<Storage>;
   static constexpr index_t NR = simd::pair_panel;
   static constexpr index_t piece = 1024;  // keys per packing task
 

@@ -46,10 +46,13 @@ struct AttentionTile {
 /// attention_micro_kernel (below) over B rows in `runs` runs: run s has depths[s] rows from bs[s] (ldb
 /// apart), matched with the next depths[s] columns of A (A's columns are side by side, B's runs
 /// anywhere). O = c·O + P·V over a span of key tiles that are not adjacent, with one pass over C.
+/// Inlined into the tile products (below), the grain of a call: a block's call would cost what a
+/// few of its k steps do, and the tile's constant arguments (one run, no c_scale) would be lost.
 template <class Acc, int Batches = 2, class TA, class TB>
-inline void attention_micro_kernel_runs(index_t runs, const index_t* depths, const TB* const* bs, index_t ldb,
-                                        const TA* a, index_t lda, index_t m_valid, index_t n_valid, Acc* c, index_t ldc,
-                                        const Acc* c_scale, Acc alpha) noexcept {
+HEED_ALWAYS_INLINE void attention_micro_kernel_runs(index_t runs, const index_t* depths, const TB* const* bs,
+                                                    index_t ldb, const TA* a, index_t lda, index_t m_valid,
+                                                    index_t n_valid, Acc* c, index_t ldc, const Acc* c_scale,
+                                                    Acc alpha) noexcept {
   static_assert(std::is_same_v<accumulator_t<TA>, Acc> && std::is_same_v<accumulator_t<TB>, Acc>,
                 "A and B widen to C's type");
   static_assert(Batches == 1 || Batches == 2, "a micro-kernel block is one or two vectors wide");
@@ -75,8 +78,9 @@ inline void attention_micro_kernel_runs(index_t runs, const index_t* depths, con
 /// NR in vectors: 2 (the full tile), or 1 for the last columns of a head dim that is not a
 /// multiple of 2·width (d = 80 is two full blocks and one half block).
 template <class Acc, int Batches = 2, class TA, class TB>
-inline void attention_micro_kernel(index_t depth, const TA* a, index_t lda, index_t m_valid, const TB* b, index_t ldb,
-                                   index_t n_valid, Acc* c, index_t ldc, const Acc* c_scale, Acc alpha) noexcept {
+HEED_ALWAYS_INLINE void attention_micro_kernel(index_t depth, const TA* a, index_t lda, index_t m_valid, const TB* b,
+                                               index_t ldb, index_t n_valid, Acc* c, index_t ldc, const Acc* c_scale,
+                                               Acc alpha) noexcept {
   attention_micro_kernel_runs<Acc, Batches>(1, &depth, &b, ldb, a, lda, m_valid, n_valid, c, ldc, c_scale, alpha);
 }
 

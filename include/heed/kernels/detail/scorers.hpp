@@ -12,7 +12,7 @@
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/tile_ref.hpp"
-#include "heed/simd/attention_kernel.hpp"
+#include "heed/simd/kernel_table.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 // The bound forms of the score policies of heed/kernels/score.hpp: what `bind` returns for one
@@ -20,26 +20,22 @@
 // reads key head t.hk in place.
 namespace heed::detail {
 
-// scale · Q_tile K_tileᵀ. With enough query rows to pay for it (Lq >= 2·MR), Kᵀ is packed into
+// scale · Q_tile K_tileᵀ. With enough query rows to pay for it (Lq >= 2·mr), Kᵀ is packed into
 // panels once per call (prepare(), which the driver calls before the tiles) and each
-// tile is computed by the attention micro-kernel (simd/attention_kernel.hpp); tiles whose first
-// key does not start a panel (a user's block_k that is not a multiple of NR) and short query
+// tile is computed by the level's tile entry (simd/kernel_table.hpp); tiles whose first
+// key does not start a panel (a user's block_k that is not a multiple of nr) and short query
 // sequences take one vectorized dot product per (query, key) instead.
 template <class Storage>
 class DotScorer {
  public:
   using Acc = accumulator_t<Storage>;
-  static constexpr index_t MR = simd::AttentionTile<Acc>::mr, NR = simd::AttentionTile<Acc>::nr;
-  // bfloat16 on AVX-512 BF16 where the CPU's choice is pairs (simd::bf16_pairs_chosen): Kᵀ
-  // packed with the depth in pairs, tiles on pair_micro_kernel
-  static constexpr bool can_pair = simd::pairs_compiled_for<Storage>;
 
   DotScorer(TensorView<const Storage, 4> q, TensorView<const Storage, 4> k, Acc scale)
-      : q_(q), k_(k), scale_(scale), pairs_(simd::pairs_in_use<Storage>()) {}
+      : q_(q), k_(k), scale_(scale), kernels_(simd::attention_kernels<Storage>()) {}
 
   // Bytes of packed Kᵀ per (batch, key head), 0 when this call does not pack.
   [[nodiscard]] index_t packed_bytes() const noexcept {
-    if (q_.size(2) < 2 * MR || k_.size(2) == 0 || q_.size(3) == 0) return 0;
+    if (q_.size(2) < 2 * kernels_.mr || k_.size(2) == 0 || q_.size(3) == 0) return 0;
     return panel_values() * index_t{sizeof(Storage)};
   }
 
@@ -80,32 +76,24 @@ class DotScorer {
   // ({nullptr, 0} where the tile is not read from packed panels): what the driver asks ahead for.
   [[nodiscard]] std::pair<const Storage*, index_t> packed_keys(index_t b, index_t hk, index_t j0,
                                                                index_t nj) const noexcept {
-    if (!prepared_ || j0 % NR != 0) return {nullptr, 0};
-    return {panels(b, hk) + j0 * packed_depth(), (nj + NR - 1) / NR * NR * packed_depth() * index_t{sizeof(Storage)}};
+    const index_t nr = kernels_.nr;
+    if (!prepared_ || j0 % nr != 0) return {nullptr, 0};
+    return {panels(b, hk) + j0 * packed_depth(), (nj + nr - 1) / nr * nr * packed_depth() * index_t{sizeof(Storage)}};
   }
 
   void scores(const TileRef& t, Acc* out, index_t ld) const {
     const index_t d = q_.size(3);
-    if constexpr (can_pair) {
-      if (pairs_ && prepared_ && t.j0 % NR == 0) return pair_scores(t, out, ld);
-    }
-    if (prepared_ && t.j0 % NR == 0) {
-      const Storage* kt = panels(t.b, t.hk) + t.j0 * d;
-      if constexpr (std::is_same_v<Storage, Acc>) {
-        simd::attention_tile_scores(d, &q_(t.b, t.h, t.i0, 0), q_.stride(2), t.ni, kt, t.nj, out, ld, scale_);
-      } else {
-        // 16-bit queries are widened once per tile (ni × d values, a fraction 1/nj of the tile's
-        // work) rather than at each of the micro-kernel's broadcasts
-        thread_local std::vector<Acc> widened;
-        widened.resize(static_cast<std::size_t>(t.ni * d));
-        for (index_t i = 0; i < t.ni; ++i) simd::widen(&q_(t.b, t.h, t.i0 + i, 0), widened.data() + i * d, d);
-        simd::attention_tile_scores(d, widened.data(), d, t.ni, kt, t.nj, out, ld, scale_);
+    if (prepared_ && t.j0 % kernels_.nr == 0) {
+      if constexpr (std::is_same_v<Storage, bfloat16>) {
+        if (kernels_.pairs) return pair_scores(t, out, ld);
       }
+      kernels_.tile_scores(d, &q_(t.b, t.h, t.i0, 0), q_.stride(2), t.ni, panels(t.b, t.hk) + t.j0 * d, t.nj, out, ld,
+                           scale_);
       return;
     }
     for (index_t i = 0; i < t.ni; ++i)
-      simd::attention_row_scores(d, &q_(t.b, t.h, t.i0 + i, 0), &k_(t.b, t.hk, t.j0, 0), k_.stride(2), t.nj,
-                                 out + i * ld, scale_);
+      kernels_.row_scores(d, &q_(t.b, t.h, t.i0 + i, 0), &k_(t.b, t.hk, t.j0, 0), k_.stride(2), t.nj, out + i * ld,
+                          scale_);
   }
 
  private:
@@ -126,10 +114,10 @@ class DotScorer {
       q = padded.data();
       ldq = d + 1;
     }
-    simd::pair_tile_scores(pairs_per_row, q, ldq, t.ni, kt, t.nj, out, ld, scale_);
+    kernels_.pair_tile_scores(pairs_per_row, q, ldq, t.ni, kt, t.nj, out, ld, scale_);
   }
 
-  // keys per packing task: a multiple of every NR
+  // keys per packing task: a multiple of every level's nr
   static constexpr index_t pack_piece_keys = 1024;
 
   // packs keys [j0, j0 + pack_piece_keys) of a reserved group
@@ -137,16 +125,19 @@ class DotScorer {
     const index_t keys = k_.size(2), d = k_.size(3), depth = packed_depth();
     const index_t b = group / k_.size(1), h = group % k_.size(1), n = std::min(pack_piece_keys, keys - j0);
     Storage* out = packed_.get() + (group - first_) * panel_stride_ + j0 * depth;
-    if constexpr (can_pair) {
-      if (pairs_) return simd::pack_kt_pairs(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
+    if constexpr (std::is_same_v<Storage, bfloat16>) {
+      if (kernels_.pairs) return kernels_.pack_kt_pairs(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
     }
-    simd::pack_kt(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
+    kernels_.pack_kt(&k_(b, h, j0, 0), k_.stride(2), n, d, out);
   }
 
   // rows of a packed panel: the key depth, rounded up to whole pairs for pair products
-  [[nodiscard]] index_t packed_depth() const noexcept { return pairs_ ? (k_.size(3) + 1) / 2 * 2 : k_.size(3); }
-  // values of packed Kᵀ per (batch, key head): ceil(Lk / NR) panels of depth × NR
-  [[nodiscard]] index_t panel_values() const noexcept { return (k_.size(2) + NR - 1) / NR * NR * packed_depth(); }
+  [[nodiscard]] index_t packed_depth() const noexcept { return kernels_.pairs ? (k_.size(3) + 1) / 2 * 2 : k_.size(3); }
+  // values of packed Kᵀ per (batch, key head): ceil(Lk / nr) panels of depth × nr
+  [[nodiscard]] index_t panel_values() const noexcept {
+    const index_t nr = kernels_.nr;
+    return (k_.size(2) + nr - 1) / nr * nr * packed_depth();
+  }
   // the packed panels of (batch b, key head hk), whose group has been prepared
   [[nodiscard]] const Storage* panels(index_t b, index_t hk) const noexcept {
     return packed_.get() + (b * k_.size(1) + hk - first_) * panel_stride_;
@@ -154,10 +145,10 @@ class DotScorer {
 
   TensorView<const Storage, 4> q_, k_;
   Acc scale_;
-  bool pairs_;                                      // Kᵀ packed in pairs, tiles on pair products
+  const simd::AttentionKernels<Storage>& kernels_;  // the level's entries; .pairs: Kᵀ packed in pairs
   index_t panel_stride_ = 0;                        // values per (batch, key head) in packed_
   index_t first_ = 0, capacity_ = 0;                // the first group packed, and how many groups fit
-  std::unique_ptr<Storage, AlignedDelete> packed_;  // Kᵀ panels, [groups, ceil(Lk / NR), d, NR], 64-byte aligned
+  std::unique_ptr<Storage, AlignedDelete> packed_;  // Kᵀ panels, [groups, ceil(Lk / nr), d, nr], 64-byte aligned
   bool prepared_ = false;
 };
 

@@ -12,7 +12,7 @@
 #include "heed/kernels/detail/look_ahead.hpp"
 #include "heed/kernels/detail/online_softmax.hpp"
 #include "heed/kernels/detail/tile_walk.hpp"
-#include "heed/simd/attention_kernel.hpp"
+#include "heed/simd/kernel_table.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::detail {
@@ -24,7 +24,7 @@ static_assert(max_span_tiles <= simd::max_pv_runs, "a span's runs must fit simd:
 //   - widened (every storage type, every target): P stays in S in the accumulator type, V is
 //     read in place (16-bit values widened in registers) by simd::attention_tile_pv;
 //   - pairs (bfloat16 storage where the target has AVX-512 BF16 and the CPU's choice is pairs,
-//     simd::bf16_pairs_chosen; query tiles of 2·MR rows and more, an even block_k): V is packed
+//     simd::bf16_pairs_chosen; query tiles of 2·mr rows and more, an even block_k): V is packed
 //     with its keys in pairs (simd::pack_v_pairs) a chunk of (batch, key/value head) groups at a
 //     time, the softmax rounds P to bfloat16 as it writes it, and the product runs on vdpbf16ps
 //     (simd::pair_tile_pv). Scores, m, l and O stay float; rounding P costs at most
@@ -37,11 +37,12 @@ class ValueProduct {
 
   ValueProduct(const TensorView<const Storage, 4>& v, index_t Lq, index_t block_k)
       : v_(v),
-        pairs_(simd::pairs_in_use<Storage>() && block_k % 2 == 0 && Lq >= 2 * simd::AttentionTile<Acc>::mr &&
-               v.size(3) > 0),
+        kernels_(simd::attention_kernels<Storage>()),
+        pairs_(kernels_.pairs && block_k % 2 == 0 && Lq >= 2 * kernels_.mr && v.size(3) > 0),
+        nr_(kernels_.nr),
         key_pairs_((v.size(2) + 1) / 2),
-        col_panels_((v.size(3) + NR - 1) / NR),
-        group_values_(col_panels_ * key_pairs_ * 2 * NR) {}
+        col_panels_((v.size(3) + nr_ - 1) / nr_),
+        group_values_(col_panels_ * key_pairs_ * 2 * nr_) {}
 
   // Bytes packed per (batch, key/value head) group: 0 unless on pairs.
   [[nodiscard]] index_t packed_bytes() const noexcept { return pairs_ ? group_values_ * index_t{sizeof(Storage)} : 0; }
@@ -68,8 +69,8 @@ class ValueProduct {
   void ask_ahead(LookAhead& ahead, index_t b, index_t hk, index_t packed, index_t j0, index_t nj) const noexcept {
     if (pairs_) {
       for (index_t cp = 0; cp < col_panels_; ++cp)
-        ahead.add(packed_.get() + packed * group_values_ + cp * key_pairs_ * 2 * NR + j0 * NR,
-                  (nj + 1) / 2 * 2 * NR * index_t{sizeof(Storage)});
+        ahead.add(packed_.get() + packed * group_values_ + cp * key_pairs_ * 2 * nr_ + j0 * nr_,
+                  (nj + 1) / 2 * 2 * nr_ * index_t{sizeof(Storage)});
     } else {
       ahead.add(&v_(b, hk, j0, 0), ((nj - 1) * v_.stride(2) + v_.size(3)) * index_t{sizeof(Storage)});
     }
@@ -89,7 +90,7 @@ class ValueProduct {
   // float P stays in `row` too where `keep_row` (the weights need it). Returns the row's
   // correction exp(m_old - m_new).
   Acc softmax_row(OnlineSoftmax<Acc>& state, Acc* row, index_t keys, bfloat16* rounded, bool keep_row) const noexcept {
-    if constexpr (can_pair) {
+    if constexpr (is_bf16) {
       if (pairs_) {
         const Acc correction = keep_row ? state.update(row, keys) : state.update(row, keys, rounded);
         if (keep_row) simd::narrow(row, rounded, keys);
@@ -106,13 +107,13 @@ class ValueProduct {
   void accumulate(const KeySpan& span, const Acc* S, index_t ld, const bfloat16* rounded, index_t rows, index_t b,
                   index_t hk, index_t packed, Acc* O, const Acc* c, const Acc* ones) const noexcept {
     const index_t dv = v_.size(3);
-    if constexpr (can_pair) {
+    if constexpr (is_bf16) {
       if (pairs_) {
         const index_t lda = rounded_ld(span.keys);
         for (index_t r = 0; r < span.runs; ++r)
-          simd::pair_tile_pv((span.run_keys(r) + 1) / 2, rounded + span.col[r], lda, rows,
-                             packed_.get() + packed * group_values_ + span.key(r) * NR, key_pairs_ * 2 * NR, dv, O,
-                             r > 0 ? ones : c);
+          kernels_.pair_tile_pv((span.run_keys(r) + 1) / 2, rounded + span.col[r], lda, rows,
+                                packed_.get() + packed * group_values_ + span.key(r) * nr_, key_pairs_ * 2 * nr_, dv, O,
+                                r > 0 ? ones : c);
         return;
       }
     }
@@ -122,24 +123,25 @@ class ValueProduct {
       keys[r] = span.run_keys(r);
       from[r] = &v_(b, hk, span.key(r), 0);
     }
-    simd::attention_tile_pv(S, ld, rows, span.runs, keys, from, v_.stride(2), dv, O, c, ones);
+    kernels_.tile_pv(S, ld, rows, span.runs, keys, from, v_.stride(2), dv, O, c, ones);
   }
 
  private:
-  static constexpr bool can_pair = simd::pairs_compiled_for<Storage>;
-  static constexpr index_t NR = simd::pair_panel;
+  static constexpr bool is_bf16 = std::is_same_v<Storage, bfloat16>;
   static constexpr index_t piece = 1024;  // keys per packing task
 
   void pack_piece(index_t g, index_t first, index_t j0) {
-    if constexpr (can_pair) {
+    if constexpr (is_bf16) {
       const index_t Hkv = v_.size(1);
-      simd::pack_v_pairs(&v_(g / Hkv, g % Hkv, j0, 0), v_.stride(2), std::min(piece, v_.size(2) - j0), v_.size(3),
-                         packed_.get() + (g - first) * group_values_ + j0 * NR, key_pairs_ * 2 * NR);
+      kernels_.pack_v_pairs(&v_(g / Hkv, g % Hkv, j0, 0), v_.stride(2), std::min(piece, v_.size(2) - j0), v_.size(3),
+                            packed_.get() + (g - first) * group_values_ + j0 * nr_, key_pairs_ * 2 * nr_);
     }
   }
 
   TensorView<const Storage, 4> v_;
+  const simd::AttentionKernels<Storage>& kernels_;
   bool pairs_;
+  index_t nr_;                                     // columns of a pair-packed panel of V (the level's nr)
   index_t key_pairs_, col_panels_, group_values_;  // group_values_: packed values per group
   std::unique_ptr<Storage, AlignedDelete> packed_;
 };

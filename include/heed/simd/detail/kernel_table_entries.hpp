@@ -1,0 +1,81 @@
+#pragma once
+#include "heed/core/detail/internal_header_check.hpp"
+
+// The entries of simd::AttentionKernels at the translation unit's own level, and the choice of
+// the table in use: included by heed/simd/kernel_table.hpp after the table's type.
+
+#include <type_traits>
+#include <vector>
+
+#include "heed/core/scalar.hpp"
+#include "heed/core/shape.hpp"
+#include "heed/simd/arch.hpp"
+#include "heed/simd/attention_kernel.hpp"
+#include "heed/simd/convert.hpp"
+#include "heed/simd/cpu.hpp"
+
+namespace heed::detail {
+
+template <class Storage>
+inline void tile_scores_entry(index_t depth, const Storage* q, index_t ldq, index_t ni, const Storage* kt, index_t nj,
+                              accumulator_t<Storage>* out, index_t ld, accumulator_t<Storage> scale) noexcept {
+  using Acc = accumulator_t<Storage>;
+  if constexpr (std::is_same_v<Storage, Acc>) {
+    simd::attention_tile_scores(depth, q, ldq, ni, kt, nj, out, ld, scale);
+  } else {
+    // 16-bit queries are widened once per tile (ni × depth values, a fraction 1/nj of the
+    // tile's work) rather than at each of the micro-kernel's broadcasts
+    thread_local std::vector<Acc> widened;
+    widened.resize(static_cast<std::size_t>(ni * depth));
+    for (index_t i = 0; i < ni; ++i) simd::widen(q + i * ldq, widened.data() + i * depth, depth);
+    simd::attention_tile_scores(depth, widened.data(), depth, ni, kt, nj, out, ld, scale);
+  }
+}
+
+template <class Storage>
+inline void row_scores_entry(index_t depth, const Storage* q, const Storage* k, index_t ldk, index_t nj,
+                             accumulator_t<Storage>* out, accumulator_t<Storage> scale) noexcept {
+  simd::attention_row_scores(depth, q, k, ldk, nj, out, scale);
+}
+
+template <class Storage>
+inline void tile_pv_entry(const accumulator_t<Storage>* p, index_t ldp, index_t ni, index_t runs, const index_t* keys,
+                          const Storage* const* v, index_t ldv, index_t dv, accumulator_t<Storage>* o,
+                          const accumulator_t<Storage>* c, const accumulator_t<Storage>* ones) noexcept {
+  simd::attention_tile_pv<accumulator_t<Storage>, Storage>(p, ldp, ni, runs, keys, v, ldv, dv, o, c, ones);
+}
+
+/// The table of this translation unit's level; `with_pairs` fills the pair entries (bfloat16
+/// where the level has AVX-512 BF16).
+template <class Storage, bool with_pairs>
+inline constexpr simd::AttentionKernels<Storage> attention_kernels_here = {
+    .level = simd::compiled_level,
+    .mr = simd::AttentionTile<accumulator_t<Storage>>::mr,
+    .nr = simd::AttentionTile<accumulator_t<Storage>>::nr,
+    .pairs = with_pairs,
+    .pack_kt = &simd::pack_kt<Storage>,
+    .tile_scores = &tile_scores_entry<Storage>,
+    .row_scores = &row_scores_entry<Storage>,
+    .tile_pv = &tile_pv_entry<Storage>,
+    .pack_kt_pairs = with_pairs ? &simd::pack_kt_pairs : nullptr,
+    .pack_v_pairs = with_pairs ? &simd::pack_v_pairs : nullptr,
+    .pair_tile_scores = with_pairs ? &simd::pair_tile_scores : nullptr,
+    .pair_tile_pv = with_pairs ? &simd::pair_tile_pv : nullptr,
+};
+
+template <class Storage>
+[[nodiscard]] inline const simd::AttentionKernels<Storage>* choose_attention_kernels() noexcept {
+  const simd::AttentionKernels<Storage>* chosen = &attention_kernels_here<Storage, false>;
+  if constexpr (simd::pairs_compiled_for<Storage>) {
+    if (simd::bf16_pairs_chosen()) chosen = &attention_kernels_here<Storage, true>;
+  }
+#if defined(__GNUC__)
+  // The table is a run-time choice, as it will be when a program carries several levels: the
+  // driver's calls stay indirect, and what they cost is measured (docs/decisions.md, "A table
+  // of kernels").
+  asm("" : "+r"(chosen));
+#endif
+  return chosen;
+}
+
+}  // namespace heed::detail

@@ -1,0 +1,71 @@
+#pragma once
+// The table of kernels the attention driver calls: the boundary between the templated driver
+// (kernels/, with the masks and scorers a program defines) and the instruction-set-specific
+// code below it (docs/design.md, "Instruction-set levels, and run-time dispatch").
+//
+//   AttentionKernels<Storage>     the entry points of one level for one storage type, and the
+//                                 blocking they pack for (mr, nr): plain function pointers
+//   attention_kernels<Storage>()  the table in use in this process
+//
+// Each entry computes a whole tile (or packs a range of keys), so the indirect call is paid once
+// per tile, not per micro-kernel block. Today there is one level per translation unit, the one
+// its compiler target gives (simd::compiled_level), and for bfloat16 on AVX-512 BF16 two tables
+// of it: on pair products and widened to float, chosen per CPU (simd::bf16_pairs_chosen).
+
+#include "heed/core/scalar.hpp"
+#include "heed/core/shape.hpp"
+#include "heed/simd/cpu.hpp"
+
+namespace heed::simd {
+
+/// The attention entry points of one instruction-set level for storage type Storage (the
+/// accumulator type Acc is accumulator_t<Storage>). Every pointer is set, except the pair
+/// entries of a table whose `pairs` is false.
+template <class Storage>
+struct AttentionKernels {
+  using Acc = accumulator_t<Storage>;
+
+  IsaLevel level;  ///< the level the entries were compiled at
+  index_t mr;      ///< query rows of a micro-kernel block (AttentionTile<Acc>::mr)
+  index_t nr;      ///< keys of a packed Kᵀ panel, columns of a pair-packed V panel
+  bool pairs;      ///< bfloat16 on pair products (the pair entries below), not widened to float
+
+  /// Kᵀ in panels of nr keys (simd::pack_kt).
+  void (*pack_kt)(const Storage* k, index_t ldk, index_t keys, index_t depth, Storage* out) noexcept;
+  /// scale · Q Kᵀ of one tile from packed panels (simd::attention_tile_scores); 16-bit queries
+  /// are widened here, once per tile.
+  void (*tile_scores)(index_t depth, const Storage* q, index_t ldq, index_t ni, const Storage* kt, index_t nj, Acc* out,
+                      index_t ld, Acc scale) noexcept;
+  /// scale · q Kᵀ of one query row against keys read in place (simd::attention_row_scores).
+  void (*row_scores)(index_t depth, const Storage* q, const Storage* k, index_t ldk, index_t nj, Acc* out,
+                     Acc scale) noexcept;
+  /// O = c · O + Σ_r P_r V_r over a span's runs of keys (simd::attention_tile_pv).
+  void (*tile_pv)(const Acc* p, index_t ldp, index_t ni, index_t runs, const index_t* keys, const Storage* const* v,
+                  index_t ldv, index_t dv, Acc* o, const Acc* c, const Acc* ones) noexcept;
+
+  /// The pair-product forms (simd::pack_kt_pairs, pack_v_pairs, pair_tile_scores,
+  /// pair_tile_pv): set where `pairs`.
+  void (*pack_kt_pairs)(const bfloat16* k, index_t ldk, index_t keys, index_t depth, bfloat16* out) noexcept;
+  void (*pack_v_pairs)(const bfloat16* v, index_t ldv, index_t keys, index_t cols, bfloat16* out,
+                       index_t panel_stride) noexcept;
+  void (*pair_tile_scores)(index_t pairs, const bfloat16* q, index_t ldq, index_t ni, const bfloat16* kt, index_t nj,
+                           float* out, index_t ld, float scale) noexcept;
+  void (*pair_tile_pv)(index_t pairs, const bfloat16* p, index_t lda, index_t ni, const bfloat16* v,
+                       index_t panel_stride, index_t dv, float* o, const float* c) noexcept;
+};
+
+}  // namespace heed::simd
+
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/simd/detail/kernel_table_entries.hpp"
+
+namespace heed::simd {
+
+/// The attention kernels in use in this process for Storage, chosen on first use.
+template <class Storage>
+[[nodiscard]] inline const AttentionKernels<Storage>& attention_kernels() noexcept {
+  static const AttentionKernels<Storage>* const chosen = detail::choose_attention_kernels<Storage>();
+  return *chosen;
+}
+
+}  // namespace heed::simd

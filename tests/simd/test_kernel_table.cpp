@@ -1,0 +1,139 @@
+// simd::AttentionKernels, the table the attention driver calls through: it describes the level
+// it was compiled at, and each entry computes what the kernel it stands for computes, bit for
+// bit (the kernels themselves are tested against double loops in test_attention_kernel.cpp);
+// the 16-bit score entry, which widens the queries itself, against a double loop too.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "heed/core/cast.hpp"
+#include "heed/core/random.hpp"
+#include "heed/simd/kernel_table.hpp"
+
+namespace {
+
+using heed::index_t;
+namespace simd = heed::simd;
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+template <class Storage>
+void check_description() {
+  using Acc = heed::accumulator_t<Storage>;
+  const simd::AttentionKernels<Storage>& table = simd::attention_kernels<Storage>();
+  EXPECT_EQ(&table, &simd::attention_kernels<Storage>()) << "chosen once";
+  EXPECT_EQ(table.level, simd::compiled_level);
+  EXPECT_EQ(table.mr, simd::AttentionTile<Acc>::mr);
+  EXPECT_EQ(table.nr, simd::AttentionTile<Acc>::nr);
+  EXPECT_EQ(table.pairs, simd::pairs_in_use<Storage>());
+  EXPECT_TRUE(table.pack_kt && table.tile_scores && table.row_scores && table.tile_pv);
+  const bool pair_entries = table.pack_kt_pairs && table.pack_v_pairs && table.pair_tile_scores && table.pair_tile_pv;
+  const bool no_pair_entries =
+      !table.pack_kt_pairs && !table.pack_v_pairs && !table.pair_tile_scores && !table.pair_tile_pv;
+  EXPECT_TRUE(table.pairs ? pair_entries : no_pair_entries);
+}
+
+TEST(KernelTable, DescribesTheLevelItWasCompiledAt) {
+  check_description<float>();
+  check_description<double>();
+  check_description<heed::bfloat16>();
+  check_description<heed::half>();
+}
+
+// A tile of ni × nj scores past whole micro-kernel blocks, a row of scores, and O = c·O + P·V over
+// two runs of keys, through the table and through the kernels.
+template <class Storage>
+void check_entries(index_t depth) {
+  using Acc = heed::accumulator_t<Storage>;
+  const simd::AttentionKernels<Storage>& table = simd::attention_kernels<Storage>();
+  const index_t ni = 2 * table.mr + 3, nj = 2 * table.nr + 5, nr = table.nr, ld = nj + 1;
+  SCOPED_TRACE(testing::Message() << sizeof(Storage) * 8 << "-bit storage, depth " << depth);
+  const auto q = heed::cast<Storage>(heed::randn<float>({ni, depth}, 31));
+  const auto k = heed::cast<Storage>(heed::randn<float>({nj, depth}, 32));
+
+  std::vector<Storage> kt((nj + nr - 1) / nr * nr * depth), kt_direct(kt.size());
+  table.pack_kt(k.data(), depth, nj, depth, kt.data());
+  simd::pack_kt(k.data(), depth, nj, depth, kt_direct.data());
+  EXPECT_TRUE(same_bits(kt, kt_direct)) << "pack_kt";
+
+  std::vector<Acc> s(ni * ld, Acc(0)), s_direct(s.size(), Acc(0)), q_acc(ni * depth);
+  for (index_t i = 0; i < ni * depth; ++i) q_acc[i] = static_cast<Acc>(q.data()[i]);
+  table.tile_scores(depth, q.data(), depth, ni, kt.data(), nj, s.data(), ld, Acc(0.5));
+  simd::attention_tile_scores(depth, q_acc.data(), depth, ni, kt_direct.data(), nj, s_direct.data(), ld, Acc(0.5));
+  EXPECT_TRUE(same_bits(s, s_direct)) << "tile_scores";
+  for (index_t i = 0; i < ni; ++i)
+    for (index_t j = 0; j < nj; ++j) {
+      double sum = 0;
+      for (index_t kk = 0; kk < depth; ++kk) sum += double(q_acc[i * depth + kk]) * double(k(j, kk));
+      ASSERT_NEAR(double(s[i * ld + j]), 0.5 * sum, 1e-5 * (1 + std::abs(sum)) * double(depth)) << i << "," << j;
+    }
+
+  std::vector<Acc> row(nj), row_direct(nj);
+  table.row_scores(depth, q.data(), k.data(), depth, nj, row.data(), Acc(0.5));
+  simd::attention_row_scores(depth, q.data(), k.data(), depth, nj, row_direct.data(), Acc(0.5));
+  EXPECT_TRUE(same_bits(row, row_direct)) << "row_scores";
+
+  const index_t dv = depth, keys[2] = {nj, 5};
+  const auto v = heed::cast<Storage>(heed::randn<float>({nj + 5, dv}, 33));
+  const Storage* runs[2] = {v.data(), v.data() + nj * dv};
+  const auto p = heed::cast<Acc>(heed::randn<float>({ni, nj + 5}, 34));
+  const auto c = heed::cast<Acc>(heed::randn<float>({ni}, 35));
+  const std::vector<Acc> ones(ni, Acc(1));
+  const auto o0 = heed::cast<Acc>(heed::randn<float>({ni, dv}, 36));
+  std::vector<Acc> o(o0.data(), o0.data() + ni * dv), o_direct = o;
+  table.tile_pv(p.data(), nj + 5, ni, 2, keys, runs, dv, dv, o.data(), c.data(), ones.data());
+  simd::attention_tile_pv<Acc, Storage>(p.data(), nj + 5, ni, 2, keys, runs, dv, dv, o_direct.data(), c.data(),
+                                        ones.data());
+  EXPECT_TRUE(same_bits(o, o_direct)) << "tile_pv";
+}
+
+TEST(KernelTable, EntriesComputeWhatTheKernelsCompute) {
+  for (const index_t depth : {index_t{7}, index_t{64}}) {
+    check_entries<float>(depth);
+    check_entries<double>(depth);
+    check_entries<heed::bfloat16>(depth);
+    check_entries<heed::half>(depth);
+  }
+}
+
+// The pair entries where the table has them (AVX-512 BF16 and the CPU's choice: the @bf16 ctest;
+// @bf16-widened checks that they are absent there).
+TEST(KernelTable, PairEntriesComputeWhatThePairKernelsCompute) {
+  using heed::bfloat16;
+  const simd::AttentionKernels<bfloat16>& table = simd::attention_kernels<bfloat16>();
+  if (!table.pairs) GTEST_SKIP() << "bfloat16 is widened to float in this build on this CPU";
+  const index_t depth = 64, pairs = depth / 2, ni = 2 * table.mr + 3, nj = 2 * table.nr + 5, nr = table.nr;
+  const auto q = heed::cast<bfloat16>(heed::randn<float>({ni, depth}, 41));
+  const auto k = heed::cast<bfloat16>(heed::randn<float>({nj, depth}, 42));
+  std::vector<bfloat16> kt((nj + nr - 1) / nr * depth * nr), kt_direct(kt.size());
+  table.pack_kt_pairs(k.data(), depth, nj, depth, kt.data());
+  simd::pack_kt_pairs(k.data(), depth, nj, depth, kt_direct.data());
+  EXPECT_TRUE(same_bits(kt, kt_direct)) << "pack_kt_pairs";
+  std::vector<float> s(ni * nj), s_direct(s.size());
+  table.pair_tile_scores(pairs, q.data(), depth, ni, kt.data(), nj, s.data(), nj, 0.5f);
+  simd::pair_tile_scores(pairs, q.data(), depth, ni, kt.data(), nj, s_direct.data(), nj, 0.5f);
+  EXPECT_TRUE(same_bits(s, s_direct)) << "pair_tile_scores";
+
+  const index_t key_pairs = (nj + 1) / 2, stride = key_pairs * 2 * nr, dv = depth;
+  const auto v = heed::cast<bfloat16>(heed::randn<float>({nj, dv}, 43));
+  std::vector<bfloat16> vp((dv + nr - 1) / nr * stride), vp_direct(vp.size());
+  table.pack_v_pairs(v.data(), dv, nj, dv, vp.data(), 0);
+  simd::pack_v_pairs(v.data(), dv, nj, dv, vp_direct.data());
+  EXPECT_TRUE(same_bits(vp, vp_direct)) << "pack_v_pairs";
+  // P: the first 2·pv_pairs values of q's rows (each row has depth of them, V nj rows)
+  const index_t pv_pairs = std::min(pairs, nj / 2);
+  std::vector<float> o(ni * dv, 1.0f), o_direct = o;
+  const std::vector<float> c(ni, 0.25f);
+  table.pair_tile_pv(pv_pairs, q.data(), depth, ni, vp.data(), stride, dv, o.data(), c.data());
+  simd::pair_tile_pv(pv_pairs, q.data(), depth, ni, vp.data(), stride, dv, o_direct.data(), c.data());
+  EXPECT_TRUE(same_bits(o, o_direct)) << "pair_tile_pv";
+}
+
+}  // namespace

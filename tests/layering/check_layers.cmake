@@ -5,7 +5,11 @@
 #     and opens no namespace but heed::detail (and heed, for forward declarations);
 #   - a public header defines HEED_INTERNAL_HEADER_ALLOWED before it includes a detail header,
 #     and keeps nothing in a detail namespace itself;
-#   - only simd/ includes xsimd or intrinsics headers.
+#   - only simd/ includes xsimd or intrinsics headers;
+#   - simd/'s code sits in the inline namespace of the translation unit's level
+#     (heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE, heed::detail::inline ...), except what
+#     every level shares: simd/cpu.hpp, simd/detail/cpu_features.hpp, the table type of
+#     simd/kernel_table.hpp.
 # Usage: cmake -DHEED_INCLUDE_DIR=<dir holding heed/> -P check_layers.cmake (fails on a violation).
 cmake_minimum_required(VERSION 3.21)
 set(_layers core simd io kernels nn)
@@ -28,8 +32,23 @@ foreach(_header ${_headers})
     if(_line MATCHES "^#define HEED_INTERNAL_HEADER_ALLOWED")
       set(_allowed ON)
     endif()
-    if(_line MATCHES "^namespace ([a-z:_]+)")
+    # (simd/detail's code sits in the inline namespace of its level: heed::detail::inline
+    # HEED_SIMD_LEVEL_NAMESPACE, simd/detail/level_namespace.hpp)
+    if(_line MATCHES "^namespace ([a-z:_]+)::inline HEED_SIMD_LEVEL_NAMESPACE")
       set(_ns ${CMAKE_MATCH_1})
+      if(NOT _layer STREQUAL "simd" OR (NOT _ns STREQUAL "heed::detail" AND NOT _ns STREQUAL "heed::simd"))
+        string(APPEND _errors "${_header}: opens the level namespace in ${_ns} (only simd/, in heed::detail or heed::simd)\n")
+      elseif(_header MATCHES "/detail/" AND NOT _ns STREQUAL "heed::detail")
+        string(APPEND _errors "${_header}: internal code opens namespace ${_ns} (only heed::detail)\n")
+      endif()
+    elseif(_line MATCHES "^namespace ([a-z:_]+)")
+      set(_ns ${CMAKE_MATCH_1})
+      # simd/'s code is compiled per level: outside the level namespace only what every level
+      # shares (the CPU's features, the kernel table's type)
+      if(_layer STREQUAL "simd" AND (_ns STREQUAL "heed::simd" OR _ns STREQUAL "heed::detail") AND
+         NOT _header MATCHES "^heed/simd/(cpu|kernel_table|detail/cpu_features)\\.hpp$")
+        string(APPEND _errors "${_header}: simd code outside namespace ${_ns}::inline HEED_SIMD_LEVEL_NAMESPACE\n")
+      endif()
       if(_header MATCHES "/detail/")
         if(NOT _ns STREQUAL "heed::detail" AND NOT _ns STREQUAL "heed")
           string(APPEND _errors "${_header}: internal code opens namespace ${_ns} (only heed::detail)\n")

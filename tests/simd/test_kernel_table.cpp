@@ -65,7 +65,8 @@ void check_entries(index_t depth) {
 
   std::vector<Acc> s(ni * ld, Acc(0)), s_direct(s.size(), Acc(0)), q_acc(ni * depth);
   for (index_t i = 0; i < ni * depth; ++i) q_acc[i] = static_cast<Acc>(q.data()[i]);
-  table.tile_scores(depth, q.data(), depth, ni, kt.data(), nj, s.data(), ld, Acc(0.5));
+  std::vector<Acc> widened(ni * depth);
+  table.tile_scores(depth, q.data(), depth, ni, kt.data(), nj, s.data(), ld, Acc(0.5), widened.data());
   simd::attention_tile_scores(depth, q_acc.data(), depth, ni, kt_direct.data(), nj, s_direct.data(), ld, Acc(0.5));
   EXPECT_TRUE(same_bits(s, s_direct)) << "tile_scores";
   for (index_t i = 0; i < ni; ++i)

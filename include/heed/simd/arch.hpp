@@ -28,7 +28,7 @@
 #endif
 #endif
 
-namespace heed::simd {
+namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE {
 
 /// fma, max, exp, tanh and erf of scalars: the generic versions, always present, with the names
 /// of the batch overloads below, so that one kernel body runs on T and on batch<T>.
@@ -420,4 +420,4 @@ template <class T>
 
 #endif
 
-}  // namespace heed::simd
+}  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE

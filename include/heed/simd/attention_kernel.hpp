@@ -34,7 +34,7 @@
 #include <immintrin.h>
 #endif
 
-namespace heed::simd {
+namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE {
 
 /// The blocking of the attention micro-kernel for accumulator type Acc.
 template <class Acc>
@@ -482,4 +482,4 @@ inline void pair_tile_pv(index_t pairs, const bfloat16* p, index_t lda, index_t 
                         std::min(NR, dv - cp * NR), o + ir * dv + cp * NR, dv, c ? c + ir : nullptr, 1.0f);
 }
 
-}  // namespace heed::simd
+}  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE

@@ -25,7 +25,7 @@
 #include "heed/simd/detail/neon_bits.hpp"
 #endif
 
-namespace heed::simd {
+namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE {
 
 /// x in the accumulator type (exact: every bfloat16 and half is a float).
 template <class Storage>
@@ -189,4 +189,4 @@ inline void narrow(const float* src, Storage* dst, index_t n) noexcept {
   for (; i < n; ++i) dst[i] = heed::convert<Storage>(src[i]);
 }
 
-}  // namespace heed::simd
+}  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE

@@ -23,6 +23,8 @@
 
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/simd/detail/cpu_features.hpp"
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/simd/detail/level_namespace.hpp"
 
 namespace heed {
 
@@ -132,25 +134,13 @@ inline constexpr Bf16PairChoice bf16_pair_choices[] = {
   return true;
 }
 
+// A namespace of this translation unit's level (simd/detail/level_namespace.hpp): another
+// translation unit of the same program may be compiled for another.
+inline namespace HEED_SIMD_LEVEL_NAMESPACE {
 /// The level the kernels of this translation unit are compiled for (simd/arch.hpp picks the
 /// code of the same level).
-inline constexpr IsaLevel compiled_level =
-#if defined(HEED_SIMD_SCALAR)
-    IsaLevel::scalar;
-#elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
-    defined(__AVX512BF16__)
-    IsaLevel::v4_bf16;
-#elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-    IsaLevel::v4;
-#elif defined(__AVX2__) && defined(__FMA__)
-    IsaLevel::v3;
-#elif defined(__aarch64__) && defined(__ARM_NEON)
-    IsaLevel::neon;
-#elif defined(__x86_64__) || defined(_M_X64)
-    IsaLevel::baseline;
-#else
-    IsaLevel::scalar;
-#endif
+inline constexpr IsaLevel compiled_level = IsaLevel::HEED_SIMD_LEVEL;
+}  // namespace HEED_SIMD_LEVEL_NAMESPACE
 
 /// What the CPU has: cpu_info() without the fields about heed's kernels (`kernels`, `bf16_pairs`).
 /// The CPU is read once per process.

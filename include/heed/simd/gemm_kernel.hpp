@@ -37,7 +37,7 @@
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/simd/detail/transpose.hpp"
 
-namespace heed::simd {
+namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE {
 
 /// The blocking of heed's GEMM for storage type Storage (a 16-bit type blocks as its accumulator, float).
 template <class Storage>
@@ -365,4 +365,4 @@ inline void gemm_pair_micro_kernel(index_t pairs, const bfloat16* a, const bfloa
   gemm_pair_micro_kernel(pairs, a, b, c, ldc, src, lds, bias, relu, m_valid, n_valid, target_isa{});
 }
 
-}  // namespace heed::simd
+}  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE

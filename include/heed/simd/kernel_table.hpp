@@ -23,7 +23,7 @@ namespace heed::simd {
 /// entries of a table whose `pairs` is false.
 template <class Storage>
 struct AttentionKernels {
-  using Acc = accumulator_t<Storage>;
+  using Acc = accumulator_t<Storage>;  ///< the accumulator type: scores, probabilities, O
 
   IsaLevel level;  ///< the level the entries were compiled at
   index_t mr;      ///< query rows of a micro-kernel block (AttentionTile<Acc>::mr)
@@ -33,9 +33,10 @@ struct AttentionKernels {
   /// Kᵀ in panels of nr keys (simd::pack_kt).
   void (*pack_kt)(const Storage* k, index_t ldk, index_t keys, index_t depth, Storage* out) noexcept;
   /// scale · Q Kᵀ of one tile from packed panels (simd::attention_tile_scores); 16-bit queries
-  /// are widened here, once per tile.
+  /// are widened here, once per tile, into `widened` (ni × depth values; unused, and may be
+  /// null, where Storage is Acc).
   void (*tile_scores)(index_t depth, const Storage* q, index_t ldq, index_t ni, const Storage* kt, index_t nj, Acc* out,
-                      index_t ld, Acc scale) noexcept;
+                      index_t ld, Acc scale, Acc* widened) noexcept;
   /// scale · q Kᵀ of one query row against keys read in place (simd::attention_row_scores).
   void (*row_scores)(index_t depth, const Storage* q, const Storage* k, index_t ldk, index_t nj, Acc* out,
                      Acc scale) noexcept;
@@ -43,13 +44,15 @@ struct AttentionKernels {
   void (*tile_pv)(const Acc* p, index_t ldp, index_t ni, index_t runs, const index_t* keys, const Storage* const* v,
                   index_t ldv, index_t dv, Acc* o, const Acc* c, const Acc* ones) noexcept;
 
-  /// The pair-product forms (simd::pack_kt_pairs, pack_v_pairs, pair_tile_scores,
-  /// pair_tile_pv): set where `pairs`.
+  /// Kᵀ in panels of nr keys with the depth in pairs (simd::pack_kt_pairs); set where `pairs`.
   void (*pack_kt_pairs)(const bfloat16* k, index_t ldk, index_t keys, index_t depth, bfloat16* out) noexcept;
+  /// V in panels of nr columns with the keys in pairs (simd::pack_v_pairs); set where `pairs`.
   void (*pack_v_pairs)(const bfloat16* v, index_t ldv, index_t keys, index_t cols, bfloat16* out,
                        index_t panel_stride) noexcept;
+  /// tile_scores on pair products (simd::pair_tile_scores); set where `pairs`.
   void (*pair_tile_scores)(index_t pairs, const bfloat16* q, index_t ldq, index_t ni, const bfloat16* kt, index_t nj,
                            float* out, index_t ld, float scale) noexcept;
+  /// O = c · O + P V of one run of keys on pair products (simd::pair_tile_pv); set where `pairs`.
   void (*pair_tile_pv)(index_t pairs, const bfloat16* p, index_t lda, index_t ni, const bfloat16* v,
                        index_t panel_stride, index_t dv, float* o, const float* c) noexcept;
 };
@@ -59,7 +62,7 @@ struct AttentionKernels {
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/simd/detail/kernel_table_entries.hpp"
 
-namespace heed::simd {
+namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE {
 
 /// The attention kernels in use in this process for Storage, chosen on first use.
 template <class Storage>
@@ -68,4 +71,4 @@ template <class Storage>
   return *chosen;
 }
 
-}  // namespace heed::simd
+}  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE

@@ -18,7 +18,7 @@
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/simd/detail/vector_loops.hpp"
 
-namespace heed::simd {
+namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE {
 
 /// sum_i x[i] y[i]
 template <class T>
@@ -348,4 +348,4 @@ inline void gelu_tanh(const T* x, T* y, index_t n) noexcept {
   detail::transform(x, y, n, [](const auto& v) { return detail::gelu_tanh_of(v); });
 }
 
-}  // namespace heed::simd
+}  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE

@@ -87,8 +87,14 @@ class DotScorer {
       if constexpr (std::is_same_v<Storage, bfloat16>) {
         if (kernels_.pairs) return pair_scores(t, out, ld);
       }
+      Acc* widened = nullptr;  // 16-bit queries: the tile's rows in Acc, for the micro-kernel's broadcasts
+      if constexpr (!std::is_same_v<Storage, Acc>) {
+        thread_local std::vector<Acc> rows;
+        rows.resize(static_cast<std::size_t>(t.ni * d));
+        widened = rows.data();
+      }
       kernels_.tile_scores(d, &q_(t.b, t.h, t.i0, 0), q_.stride(2), t.ni, panels(t.b, t.hk) + t.j0 * d, t.nj, out, ld,
-                           scale_);
+                           scale_, widened);
       return;
     }
     for (index_t i = 0; i < t.ni; ++i)

@@ -5,7 +5,6 @@
 // the table in use: included by heed/simd/kernel_table.hpp after the table's type.
 
 #include <type_traits>
-#include <vector>
 
 #include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
@@ -14,21 +13,19 @@
 #include "heed/simd/convert.hpp"
 #include "heed/simd/cpu.hpp"
 
-namespace heed::detail {
+namespace heed::detail::inline HEED_SIMD_LEVEL_NAMESPACE {
 
 template <class Storage>
 inline void tile_scores_entry(index_t depth, const Storage* q, index_t ldq, index_t ni, const Storage* kt, index_t nj,
-                              accumulator_t<Storage>* out, index_t ld, accumulator_t<Storage> scale) noexcept {
-  using Acc = accumulator_t<Storage>;
-  if constexpr (std::is_same_v<Storage, Acc>) {
+                              accumulator_t<Storage>* out, index_t ld, accumulator_t<Storage> scale,
+                              accumulator_t<Storage>* widened) noexcept {
+  if constexpr (std::is_same_v<Storage, accumulator_t<Storage>>) {
     simd::attention_tile_scores(depth, q, ldq, ni, kt, nj, out, ld, scale);
   } else {
     // 16-bit queries are widened once per tile (ni × depth values, a fraction 1/nj of the
     // tile's work) rather than at each of the micro-kernel's broadcasts
-    thread_local std::vector<Acc> widened;
-    widened.resize(static_cast<std::size_t>(ni * depth));
-    for (index_t i = 0; i < ni; ++i) simd::widen(q + i * ldq, widened.data() + i * depth, depth);
-    simd::attention_tile_scores(depth, widened.data(), depth, ni, kt, nj, out, ld, scale);
+    for (index_t i = 0; i < ni; ++i) simd::widen(q + i * ldq, widened + i * depth, depth);
+    simd::attention_tile_scores(depth, widened, depth, ni, kt, nj, out, ld, scale);
   }
 }
 
@@ -78,4 +75,4 @@ template <class Storage>
   return chosen;
 }
 
-}  // namespace heed::detail
+}  // namespace heed::detail::inline HEED_SIMD_LEVEL_NAMESPACE

@@ -9,7 +9,7 @@
 
 // The two halves of the attention micro-kernels of heed/simd/attention_kernel.hpp, shared by
 // its forms (one run of B rows, several runs).
-namespace heed::detail {
+namespace heed::detail::inline HEED_SIMD_LEVEL_NAMESPACE {
 
 // acc[r][x] += Σ_{kk < depth} rows[r][a0 + kk] · b[kk · ldb + x·W, + W): depth rows of B, each
 // multiplied by the next column of every A row from column a0 on.
@@ -65,4 +65,4 @@ HEED_ALWAYS_INLINE void micro_store(const simd::batch<Acc> (&acc)[MR][NB], index
     }
 }
 
-}  // namespace heed::detail
+}  // namespace heed::detail::inline HEED_SIMD_LEVEL_NAMESPACE

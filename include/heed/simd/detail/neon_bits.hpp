@@ -8,7 +8,7 @@
 
 #include <arm_neon.h>
 
-namespace heed::detail {
+namespace heed::detail::inline HEED_SIMD_LEVEL_NAMESPACE {
 
 [[nodiscard]] inline uint16x4_t neon_load_u16x4(const void* p) noexcept {
   std::uint64_t bits;
@@ -21,4 +21,4 @@ inline void neon_store_u16x4(void* p, uint16x4_t v) noexcept {
   std::memcpy(p, &bits, sizeof bits);
 }
 
-}  // namespace heed::detail
+}  // namespace heed::detail::inline HEED_SIMD_LEVEL_NAMESPACE

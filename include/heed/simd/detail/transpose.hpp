@@ -13,7 +13,7 @@
 // micro-panels (pack_a_panel in heed/simd/gemm_kernel.hpp). Every loop over the registers is
 // unrolled by hand (HEED_UNROLL): gcc -O2 does not peel them by itself, kept the arrays on the
 // stack and packed at 19-21 GB/s instead of 60 (BM_pack_kt, d = 64, AVX-512; docs/decisions.md).
-namespace heed::detail {
+namespace heed::detail::inline HEED_SIMD_LEVEL_NAMESPACE {
 
 #if defined(HEED_SIMD_AVX512)
 // A 16 × 16 block of 32-bit values (floats, or pairs of bfloat16) transposed in registers: r[i]
@@ -121,4 +121,4 @@ inline index_t transpose_panel_32(const void* src, index_t lds, index_t units, v
   return 0;
 }
 
-}  // namespace heed::detail
+}  // namespace heed::detail::inline HEED_SIMD_LEVEL_NAMESPACE

@@ -11,7 +11,7 @@
 
 // The loops every vector primitive of heed/simd/vector_ops.hpp is written with, and the
 // elementwise functions that run on both T and simd::batch<T>.
-namespace heed::detail {
+namespace heed::detail::inline HEED_SIMD_LEVEL_NAMESPACE {
 
 // The scalar type of a scalar or of a batch.
 template <class V>
@@ -110,4 +110,4 @@ template <class V>
   return V(T(0.5)) * x * (V(T(1)) + simd::tanh(inner));
 }
 
-}  // namespace heed::detail
+}  // namespace heed::detail::inline HEED_SIMD_LEVEL_NAMESPACE

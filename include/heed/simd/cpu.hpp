@@ -18,7 +18,9 @@
 // which is how CMake packages, vcpkg and Conan hand heed's include directory to a program.
 
 #include <cstdio>
+#include <cstddef>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #define HEED_INTERNAL_HEADER_ALLOWED
@@ -83,8 +85,10 @@ struct CpuInfo {
   CpuVendor vendor = CpuVendor::other;  ///< the CPU's maker
   /// The best level heed has kernels for that this CPU runs.
   IsaLevel best = IsaLevel::scalar;
-  /// The level heed's kernels were compiled for, set by the compiler's target (-march) of the
-  /// translation unit that calls cpu_info(). Below `best`, the kernels leave speed unused.
+  /// The level heed's attention kernels run at: in a program built with heed_dispatch
+  /// (HEED_DISPATCH), the best level this CPU has (or the one HEED_ISA asks for); otherwise the
+  /// one the compiler's target (-march) of the translation unit that calls cpu_info() gives.
+  /// Below `best`, the kernels leave speed unused.
   IsaLevel kernels = IsaLevel::scalar;
   /// True when heed's bfloat16 attention and GEMMs multiply on AVX-512 BF16 pairs (vdpbf16ps):
   /// the kernels are compiled for v4-bf16 and simd::bf16_pair_choices (or HEED_BF16_PAIRS)
@@ -200,12 +204,75 @@ inline constexpr IsaLevel compiled_level = IsaLevel::HEED_SIMD_LEVEL;
   return chosen;
 }
 
+/// The levels a program built with heed_dispatch (HEED_DISPATCH) carries, lowest first.
+inline constexpr IsaLevel dispatch_levels[] = {
+#if defined(__aarch64__) || defined(_M_ARM64)
+    IsaLevel::neon,
+#else
+    IsaLevel::baseline,
+    IsaLevel::v3,
+    IsaLevel::v4,
+    IsaLevel::v4_bf16,
+#endif
+};
+
+/// The level a program that carries `levels` (lowest first) runs on a CPU whose best level is
+/// `best`, given HEED_ISA (`env`, nullptr when unset): the highest level carried that the CPU
+/// has, or the one HEED_ISA names ("baseline", "v3", "v4", "v4-bf16", "neon") where it is one of
+/// those. A name that is not a level, or a level the CPU or the program lacks, sets `complaint`
+/// to the line to print (naming the levels available). The rule dispatch_level() applies,
+/// apart so that a test can try every case.
+[[nodiscard]] inline IsaLevel isa_choice(IsaLevel best, const IsaLevel* levels, std::size_t count, const char* env,
+                                         std::string& complaint) {
+  complaint.clear();
+  const auto runs_on = [best](IsaLevel level) {
+    const bool arm = level == IsaLevel::neon, arm_cpu = best == IsaLevel::neon;
+    return arm == arm_cpu && static_cast<int>(level) <= static_cast<int>(best);
+  };
+  IsaLevel chosen = IsaLevel::scalar;
+  std::string available;
+  for (std::size_t i = 0; i < count; ++i)
+    if (runs_on(levels[i])) {
+      chosen = levels[i];
+      available += (available.empty() ? "" : ", ") + std::string(to_string(levels[i]));
+    }
+  const std::string_view asked = env ? env : "";
+  if (asked.empty()) return chosen;
+  for (std::size_t i = 0; i < count; ++i)
+    if (asked == to_string(levels[i]) && runs_on(levels[i])) return levels[i];
+  complaint = "heed: HEED_ISA=" + std::string(asked) + " is not a level this CPU and program have (" +
+              (available.empty() ? std::string("none") : available) + "); running " + std::string(to_string(chosen)) +
+              "\n";
+  return chosen;
+}
+
+#if defined(HEED_DISPATCH)
+/// The level heed's kernels run at in a program built with heed_dispatch: chosen once per
+/// process by isa_choice from the CPU and HEED_ISA (one line on stderr for a HEED_ISA it cannot
+/// follow).
+[[nodiscard]] inline IsaLevel dispatch_level() noexcept {
+  static const IsaLevel level = [] {
+    std::string complaint;
+    const char* env = std::getenv("HEED_ISA");  // NOLINT(concurrency-mt-unsafe): read once
+    const IsaLevel chosen = isa_choice(cpu_features().best, dispatch_levels,
+                                       sizeof dispatch_levels / sizeof dispatch_levels[0], env, complaint);
+    if (!complaint.empty()) std::fwrite(complaint.data(), 1, complaint.size(), stderr);
+    return chosen;
+  }();
+  return level;
+}
+#endif
+
 }  // namespace simd
 
 /// The CPU's features and the kernels heed runs on it (the CPU is read once per process).
 [[nodiscard]] inline CpuInfo cpu_info() noexcept {
   CpuInfo info = simd::cpu_features();
+#if defined(HEED_DISPATCH)
+  info.kernels = simd::dispatch_level();
+#else
   info.kernels = simd::compiled_level;
+#endif
   info.bf16_pairs = info.kernels == IsaLevel::v4_bf16 && simd::bf16_pairs_chosen();
   return info;
 }
@@ -213,11 +280,13 @@ inline constexpr IsaLevel compiled_level = IsaLevel::HEED_SIMD_LEVEL;
 // Each translation unit that includes heed asks for the notices its own flags call for (internal
 // linkage: a translation unit compiled with other flags asks for its own); each is printed at
 // most once per process.
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(__OPTIMIZE__) && !defined(HEED_ALLOW_UNOPTIMIZED)
+// (Not in heed_dispatch's translation units: each compiles one level on purpose.)
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__OPTIMIZE__) && !defined(HEED_ALLOW_UNOPTIMIZED) && \
+    !defined(HEED_DISPATCH_LEVEL_UNIT)
 [[maybe_unused]] static const bool unoptimized_notice = detail::notice_unoptimized();
 #endif
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(__AVX2__) && !defined(HEED_SIMD_SCALAR) && \
-    !defined(HEED_ALLOW_BASELINE_ISA)
+    !defined(HEED_ALLOW_BASELINE_ISA) && !defined(HEED_DISPATCH_LEVEL_UNIT)
 [[maybe_unused]] static const bool baseline_isa_notice =
     detail::notice_baseline_isa(cpu_info().avx512f ? "AVX-512" : (cpu_info().best >= IsaLevel::v3 ? "AVX2" : nullptr));
 #endif

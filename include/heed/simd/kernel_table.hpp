@@ -12,6 +12,8 @@
 // its compiler target gives (simd::compiled_level), and for bfloat16 on AVX-512 BF16 two tables
 // of it: on pair products and widened to float, chosen per CPU (simd::bf16_pairs_chosen).
 
+#include <type_traits>
+
 #include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
 #include "heed/simd/cpu.hpp"
@@ -57,6 +59,45 @@ struct AttentionKernels {
                        index_t panel_stride, index_t dv, float* o, const float* c) noexcept;
 };
 
+/// The attention tables of one level, as a program built with heed_dispatch (HEED_DISPATCH)
+/// carries them, one per level (heed/simd/dispatch_level.ipp).
+struct LevelTables {
+  IsaLevel level;                                ///< the level they were compiled at
+  AttentionKernels<float> f32;                   ///< float storage
+  AttentionKernels<double> f64;                  ///< double storage
+  AttentionKernels<half> f16;                    ///< half storage, widened to float
+  AttentionKernels<bfloat16> bf16;               ///< bfloat16 storage, widened to float
+  const AttentionKernels<bfloat16>* bf16_pairs;  ///< bfloat16 on pair products; null where the level has none
+
+  /// The table for Storage; bfloat16 on pair products where `pairs` and the level has them.
+  template <class Storage>
+  [[nodiscard]] const AttentionKernels<Storage>& get(bool pairs) const noexcept {
+    if constexpr (std::is_same_v<Storage, float>) {
+      return f32;
+    } else if constexpr (std::is_same_v<Storage, double>) {
+      return f64;
+    } else if constexpr (std::is_same_v<Storage, half>) {
+      return f16;
+    } else {
+      static_assert(std::is_same_v<Storage, bfloat16>, "attention stores float, double, half or bfloat16");
+      return pairs && bf16_pairs ? *bf16_pairs : bf16;
+    }
+  }
+};
+
+#if defined(HEED_DISPATCH)
+/// The tables of each level a program built with heed_dispatch carries (simd::dispatch_levels),
+/// each defined by a translation unit of its own level (heed/simd/dispatch_level.ipp).
+#if defined(__aarch64__) || defined(_M_ARM64)
+const LevelTables* tables_level_neon() noexcept;
+#else
+const LevelTables* tables_level_baseline() noexcept;
+const LevelTables* tables_level_v3() noexcept;
+const LevelTables* tables_level_v4() noexcept;
+const LevelTables* tables_level_v4_bf16() noexcept;
+#endif
+#endif
+
 }  // namespace heed::simd
 
 #define HEED_INTERNAL_HEADER_ALLOWED
@@ -64,7 +105,63 @@ struct AttentionKernels {
 
 namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE {
 
-/// The attention kernels in use in this process for Storage, chosen on first use.
+/// This translation unit's level's tables (what heed/simd/dispatch_level.ipp hands out).
+inline constexpr LevelTables level_tables = {
+    .level = compiled_level,
+    .f32 = detail::attention_kernels_here<float, false>,
+    .f64 = detail::attention_kernels_here<double, false>,
+    .f16 = detail::attention_kernels_here<half, false>,
+    .bf16 = detail::attention_kernels_here<bfloat16, false>,
+    .bf16_pairs = bf16_pair_products ? &detail::attention_kernels_here<bfloat16, true> : nullptr,
+};
+
+}  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE
+
+#if defined(HEED_DISPATCH)
+
+namespace heed::simd::inline dispatched {
+
+/// The tables of the level this process runs (simd::dispatch_level), found once.
+[[nodiscard]] inline const LevelTables& dispatched_tables() noexcept {
+  static const LevelTables* const tables = [] {
+    switch (dispatch_level()) {
+#if defined(__aarch64__) || defined(_M_ARM64)
+      case IsaLevel::neon:
+        return tables_level_neon();
+#else
+      case IsaLevel::v4_bf16:
+        return tables_level_v4_bf16();
+      case IsaLevel::v4:
+        return tables_level_v4();
+      case IsaLevel::v3:
+        return tables_level_v3();
+#endif
+      default:
+#if defined(__aarch64__) || defined(_M_ARM64)
+        return tables_level_neon();
+#else
+        return tables_level_baseline();
+#endif
+    }
+  }();
+  return *tables;
+}
+
+/// The attention kernels in use in this process for Storage: the dispatched level's.
+template <class Storage>
+[[nodiscard]] inline const AttentionKernels<Storage>& attention_kernels() noexcept {
+  static const AttentionKernels<Storage>& chosen = dispatched_tables().get<Storage>(bf16_pairs_chosen());
+  return chosen;
+}
+
+}  // namespace heed::simd::inline dispatched
+
+#else
+
+namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE {
+
+/// The attention kernels in use in this process for Storage, chosen on first use: this
+/// translation unit's level's.
 template <class Storage>
 [[nodiscard]] inline const AttentionKernels<Storage>& attention_kernels() noexcept {
   static const AttentionKernels<Storage>* const chosen = detail::choose_attention_kernels<Storage>();
@@ -72,3 +169,5 @@ template <class Storage>
 }
 
 }  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE
+
+#endif

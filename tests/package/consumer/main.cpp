@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 int main() {
   const auto x = heed::randn<float>({2, 5}, 1);
@@ -15,6 +16,17 @@ int main() {
   std::printf("OpenMP: on (heed::heed carries it)\n");
 #else
   std::printf("OpenMP: off\n");
+#endif
+#ifdef HEED_DISPATCH
+  // built with heed_dispatch: the attention kernels run at the CPU's best level, whatever -march
+  const heed::CpuInfo cpu = heed::cpu_info();
+  std::printf("dispatch: kernels at %s, the CPU's best %s\n", std::string(heed::to_string(cpu.kernels)).c_str(),
+              std::string(heed::to_string(cpu.best)).c_str());
+  if (cpu.kernels != cpu.best) return 1;
+  const auto q = heed::randn<float>({1, 2, 40, 64}, 2);
+  const auto out = heed::scaled_dot_product_attention(q, q, q);
+  if (!std::isfinite(out(0, 1, 39, 63))) return 1;
+  std::printf("dispatch ok\n");  // what ctest looks for: it reads the output, not the exit code
 #endif
   return std::abs(total - 1.0f) < 1e-5f ? 0 : 1;
 }

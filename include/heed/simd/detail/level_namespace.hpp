@@ -4,6 +4,8 @@
 // The instruction-set level of this translation unit's code, from its compiler target:
 //   HEED_SIMD_LEVEL            the heed::IsaLevel it runs (scalar, baseline, v3, v4, v4_bf16, neon)
 //   HEED_SIMD_LEVEL_NAMESPACE  the inline namespace that simd/ puts its code in
+//   HEED_SIMD_LEVEL_TABLES     the function that returns the level's kernel tables, defined by
+//                              heed/simd/dispatch_level.ipp in a program that carries several levels
 // Every function of simd/ is compiled into heed::simd::HEED_SIMD_LEVEL_NAMESPACE (and its
 // internal helpers into heed::detail::HEED_SIMD_LEVEL_NAMESPACE), so that the same inline
 // function compiled for two targets in one program is two symbols: otherwise the linker keeps one
@@ -46,3 +48,7 @@
 #define HEED_SIMD_LEVEL scalar
 #define HEED_SIMD_LEVEL_NAMESPACE level_generic
 #endif
+
+#define HEED_SIMD_PASTE_(a, b) a##b
+#define HEED_SIMD_PASTE(a, b) HEED_SIMD_PASTE_(a, b)
+#define HEED_SIMD_LEVEL_TABLES HEED_SIMD_PASTE(tables_, HEED_SIMD_LEVEL_NAMESPACE)

@@ -3,5 +3,7 @@
 // compile to the same symbols.
 
 namespace heed::simd {
-inline int twice(int x) { return 2 * x; }
+inline int twice(int x) {
+  return 2 * x;
+}
 }  // namespace heed::simd

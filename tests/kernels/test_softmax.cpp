@@ -6,6 +6,7 @@
 #include "heed/core/cast.hpp"
 #include "heed/core/random.hpp"
 #include "heed/kernels/softmax.hpp"
+#include "heed/simd/kernel_table.hpp"
 #include "reference/softmax.hpp"
 #include "support/compare.hpp"
 #include "support/golden.hpp"
@@ -98,7 +99,8 @@ TEST(OnlineSoftmax, BlockwiseEqualsWholeRow) {
   // Fold three blocks; rescale the earlier exps by each correction, as the driver does.
   const index_t cuts[] = {0, 13, 64, 100};
   for (int b = 0; b < 3; ++b) {
-    const double correction = state.update(blocks.data() + cuts[b], cuts[b + 1] - cuts[b]);
+    const double correction =
+        state.update(heed::simd::attention_kernels<double>().softmax, blocks.data() + cuts[b], cuts[b + 1] - cuts[b]);
     for (index_t i = 0; i < cuts[b]; ++i) blocks[static_cast<std::size_t>(i)] *= correction;
   }
   const double norm = state.normalizer(heed::MaskedRows::zero);
@@ -108,7 +110,7 @@ TEST(OnlineSoftmax, BlockwiseEqualsWholeRow) {
 TEST(OnlineSoftmax, AllMinusInfinityBlocksKeepTheStateEmpty) {
   heed::detail::OnlineSoftmax<float> state;
   float block[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-  EXPECT_EQ(state.update(block, 4), 1.0f);
+  EXPECT_EQ(state.update(heed::simd::attention_kernels<float>().softmax, block, 4), 1.0f);
   EXPECT_EQ(block[0], 0.0f);
   EXPECT_EQ(state.normalizer(heed::MaskedRows::zero), 0.0f);
   EXPECT_TRUE(std::isnan(state.normalizer(heed::MaskedRows::nan)));

@@ -106,6 +106,16 @@ requires std::is_floating_point_v<T>
 #define HEED_ALWAYS_INLINE inline
 #endif
 
+/// HEED_FLATTEN before a table entry (simd/detail/kernel_table_entries.hpp) whose callees
+/// include xsimd's out-of-line templates (the double exp): every call in it is inlined, so a
+/// level's object defines no xsimd symbol another level's code could link to (ctest
+/// simd/dispatch_levels_own_their_symbols).
+#if defined(__GNUC__) || defined(__clang__)
+#define HEED_FLATTEN __attribute__((flatten))
+#else
+#define HEED_FLATTEN
+#endif
+
 /// Asks for the cache line holding p ahead of its use: a hint, which never faults (p may be
 /// anywhere) and does nothing on compilers without the builtin.
 inline void prefetch(const void* p) noexcept {

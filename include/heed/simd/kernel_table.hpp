@@ -20,6 +20,26 @@
 
 namespace heed::simd {
 
+/// The softmax row pieces of one instruction-set level in the accumulator type Acc: what the
+/// online softmax (heed/kernels/detail/online_softmax.hpp) and the weights' last rescaling do to
+/// each row of scores, one call per row of a tile.
+template <class Acc>
+struct SoftmaxKernels {
+  /// max_i x[i], -infinity for n == 0 (simd::max).
+  Acc (*max)(const Acc* x, index_t n) noexcept;
+  /// y[i] = exp(x[i] - shift), returning Σ y[i] (simd::exp_sum); x may be y.
+  Acc (*exp_sum)(const Acc* x, Acc shift, Acc* y, index_t n) noexcept;
+  /// x[i] = a · x[i] (simd::scale).
+  void (*scale)(Acc a, Acc* x, index_t n) noexcept;
+  /// x[i] = a · x[i] where x[i] >= cut, else 0 (simd::scale_above).
+  void (*scale_above)(Acc a, Acc cut, Acc* x, index_t n) noexcept;
+  /// exp_sum writing exp(x[i] - shift) rounded to bfloat16 into p (simd::exp_sum_rounded);
+  /// float only (null for double).
+  Acc (*exp_sum_rounded)(const Acc* x, Acc shift, bfloat16* p, index_t n) noexcept;
+  /// p[i] = x[i] rounded to bfloat16 (simd::narrow); float only (null for double).
+  void (*round)(const Acc* x, bfloat16* p, index_t n) noexcept;
+};
+
 /// The attention entry points of one instruction-set level for storage type Storage (the
 /// accumulator type Acc is accumulator_t<Storage>). Every pointer is set, except the pair
 /// entries of a table whose `pairs` is false.
@@ -31,6 +51,8 @@ struct AttentionKernels {
   index_t mr;      ///< query rows of a micro-kernel block (AttentionTile<Acc>::mr)
   index_t nr;      ///< keys of a packed Kᵀ panel, columns of a pair-packed V panel
   bool pairs;      ///< bfloat16 on pair products (the pair entries below), not widened to float
+
+  SoftmaxKernels<Acc> softmax;  ///< the softmax row pieces of the same level
 
   /// Kᵀ in panels of nr keys (simd::pack_kt).
   void (*pack_kt)(const Storage* k, index_t ldk, index_t keys, index_t depth, Storage* out) noexcept;

@@ -88,7 +88,7 @@ void attention_decode(const TensorView<Storage, 4>& out, const TensorView<const 
   parallel_for(groups * ranges, threads, [&](index_t task, int worker) {
     const index_t b = task / (Hkv * ranges), hk = (task / ranges) % Hkv, range = task % ranges;
     DecodeScratch<Acc>& s = DecodeScratch<Acc>::mine(R, bk, dv, G);
-    const auto tile_pv = simd::attention_kernels<Storage>().tile_pv;
+    const simd::AttentionKernels<Storage>& kernels = simd::attention_kernels<Storage>();
     Acc* S = s.scores.data();
     Acc* O = s.acc.data();
     std::fill(s.rows.begin(), s.rows.begin() + R, OnlineSoftmax<Acc>{});
@@ -117,9 +117,10 @@ void attention_decode(const TensorView<Storage, 4>& out, const TensorView<const 
         if (kind == mask::Tile::partial) mask.apply(tile, Sg, bk);
       }
       for (index_t r = 0; r < R; ++r)
-        s.correction[static_cast<std::size_t>(r)] = s.rows[static_cast<std::size_t>(r)].update(S + r * bk, nj);
+        s.correction[static_cast<std::size_t>(r)] =
+            s.rows[static_cast<std::size_t>(r)].update(kernels.softmax, S + r * bk, nj);
       const Storage* rows = &v(b, hk, j0, 0);
-      tile_pv(S, bk, R, 1, &nj, &rows, v.stride(2), dv, O, started ? s.correction.data() : nullptr, nullptr);
+      kernels.tile_pv(S, bk, R, 1, &nj, &rows, v.stride(2), dv, O, started ? s.correction.data() : nullptr, nullptr);
       started = true;
     }
     if (options.stats) add_stats(stats[static_cast<std::size_t>(worker)], counted);

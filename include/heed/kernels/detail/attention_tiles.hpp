@@ -234,7 +234,7 @@ class TiledAttention {
         const Acc factor = simd::softmax_exp(m_then - state.m) * norm;
         const Acc cut = std::exp(simd::softmax_floor<Acc> + (state.m - m_then));
         if constexpr (std::is_same_v<Storage, Acc>) {
-          simd::scale_above(factor, cut, w + j0, nj);
+          values_.softmax_kernels().scale_above(factor, cut, w + j0, nj);
         } else {  // 16-bit weights: widen, scale, round once more
           for (index_t j = j0; j < j0 + nj; ++j) {
             const Acc p = static_cast<Acc>(w[j]);

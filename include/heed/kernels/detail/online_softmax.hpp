@@ -8,7 +8,7 @@
 #include "heed/core/shape.hpp"
 #include "heed/kernels/masked_rows.hpp"
 #include "heed/simd/attention_kernel.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 namespace heed::detail {
 
@@ -16,10 +16,11 @@ namespace heed::detail {
 // of a row at a time (the online softmax of Milakov & Gimelshein 2018,
 // https://arxiv.org/abs/1805.02867), of which the attention driver keeps one per query row.
 
-// y = softmax(x) over n contiguous elements (y may be x).
+// y = softmax(x) over n contiguous elements (y may be x), on the row pieces of the level in use.
 template <class Acc>
 void softmax_row(const Acc* x, Acc* y, index_t n, MaskedRows masked_rows) noexcept {
-  const Acc row_max = simd::max(x, n);
+  const simd::SoftmaxKernels<Acc>& k = simd::attention_kernels<Acc>().softmax;
+  const Acc row_max = k.max(x, n);
   if (row_max == -std::numeric_limits<Acc>::infinity()) {
     // every score -inf (a masked row), or some NaN among them: NaN poisons the row, as in PyTorch
     const bool poisoned = std::any_of(x, x + n, [](Acc v) { return std::isnan(v); });
@@ -27,8 +28,8 @@ void softmax_row(const Acc* x, Acc* y, index_t n, MaskedRows masked_rows) noexce
     for (index_t i = 0; i < n; ++i) y[i] = fill;
     return;
   }
-  const Acc total = simd::exp_sum(x, row_max, y, n);
-  simd::scale(Acc(1) / total, y, n);
+  const Acc total = k.exp_sum(x, row_max, y, n);
+  k.scale(Acc(1) / total, y, n);
 }
 
 // The running state of a softmax computed block by block.
@@ -44,15 +45,16 @@ struct OnlineSoftmax {
 
   // Folds in a block of scores, overwriting them with exp(s - m_new), and returns the
   // factor exp(m_old - m_new) by which every quantity accumulated so far (l and the
-  // output row) must be scaled. A block of only -inf leaves the state as it was.
-  Acc update(Acc* scores, index_t n) noexcept {
-    return fold(scores, n, [&](Acc m_new) { return simd::exp_sum(scores, m_new, scores, n); });
+  // output row) must be scaled. A block of only -inf leaves the state as it was. `k`: the
+  // level's row pieces (simd::AttentionKernels::softmax).
+  Acc update(const simd::SoftmaxKernels<Acc>& k, Acc* scores, index_t n) noexcept {
+    return fold(k, scores, n, [&](Acc m_new) { return k.exp_sum(scores, m_new, scores, n); });
   }
 
   // The same, writing exp(s - m_new) rounded to bfloat16 into `rounded` (the P of the pair
   // products, simd/attention_kernel.hpp) instead of over the scores; l sums the unrounded values.
-  Acc update(Acc* scores, index_t n, bfloat16* rounded) noexcept {
-    return fold(scores, n, [&](Acc m_new) { return simd::exp_sum_rounded(scores, m_new, rounded, n); });
+  Acc update(const simd::SoftmaxKernels<Acc>& k, Acc* scores, index_t n, bfloat16* rounded) noexcept {
+    return fold(k, scores, n, [&](Acc m_new) { return k.exp_sum_rounded(scores, m_new, rounded, n); });
   }
 
   // The factor that turns the accumulated row into the softmax-weighted result (NaN after a NaN
@@ -66,8 +68,8 @@ struct OnlineSoftmax {
   // exp_into(m_new) writes the block's exp(s - m_new) where the caller wants it and returns their
   // sum; a block with nothing visible yet writes zeros there through it (exp(-inf) = 0).
   template <class ExpInto>
-  Acc fold(Acc* scores, index_t n, ExpInto exp_into) noexcept {
-    const Acc block_max = simd::max(scores, n);
+  Acc fold(const simd::SoftmaxKernels<Acc>& k, Acc* scores, index_t n, ExpInto exp_into) noexcept {
+    const Acc block_max = k.max(scores, n);
     const Acc m_new = block_max > m ? block_max : m;
     if (m_new == -std::numeric_limits<Acc>::infinity()) {  // nothing seen yet can attend, or a NaN
       bool poisoned = false;

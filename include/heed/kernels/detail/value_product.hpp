@@ -92,14 +92,18 @@ class ValueProduct {
   Acc softmax_row(OnlineSoftmax<Acc>& state, Acc* row, index_t keys, bfloat16* rounded, bool keep_row) const noexcept {
     if constexpr (is_bf16) {
       if (pairs_) {
-        const Acc correction = keep_row ? state.update(row, keys) : state.update(row, keys, rounded);
-        if (keep_row) simd::narrow(row, rounded, keys);
+        const Acc correction =
+            keep_row ? state.update(kernels_.softmax, row, keys) : state.update(kernels_.softmax, row, keys, rounded);
+        if (keep_row) kernels_.softmax.round(row, rounded, keys);
         if (keys % 2 != 0) rounded[keys] = bfloat16(0.0f);
         return correction;
       }
     }
-    return state.update(row, keys);
+    return state.update(kernels_.softmax, row, keys);
   }
+
+  // The softmax row pieces of the level in use.
+  [[nodiscard]] const simd::SoftmaxKernels<Acc>& softmax_kernels() const noexcept { return kernels_.softmax; }
 
   // O = c·O + P·V over the span's runs for the query tile's `rows` rows of (b, key/value head
   // hk): P in S (leading dimension ld) or in `rounded`; c per row for the first run (nullptr:

@@ -12,6 +12,7 @@
 #include "heed/simd/attention_kernel.hpp"
 #include "heed/simd/convert.hpp"
 #include "heed/simd/cpu.hpp"
+#include "heed/simd/vector_ops.hpp"
 
 namespace heed::detail::inline HEED_SIMD_LEVEL_NAMESPACE {
 
@@ -42,6 +43,37 @@ inline void tile_pv_entry(const accumulator_t<Storage>* p, index_t ldp, index_t 
   simd::attention_tile_pv<accumulator_t<Storage>, Storage>(p, ldp, ni, runs, keys, v, ldv, dv, o, c, ones);
 }
 
+template <class Acc>
+inline Acc max_entry(const Acc* x, index_t n) noexcept {
+  return simd::max(x, n);
+}
+
+template <class Acc>
+HEED_FLATTEN inline Acc exp_sum_entry(const Acc* x, Acc shift, Acc* y, index_t n) noexcept {
+  return simd::exp_sum(x, shift, y, n);
+}
+
+/// The softmax row pieces of this translation unit's level (the bfloat16 ones for float only).
+template <class Acc>
+inline constexpr simd::SoftmaxKernels<Acc> softmax_kernels_here = {
+    .max = &max_entry<Acc>,
+    .exp_sum = &exp_sum_entry<Acc>,
+    .scale = &simd::scale<Acc>,
+    .scale_above = &simd::scale_above<Acc>,
+    .exp_sum_rounded = nullptr,
+    .round = nullptr,
+};
+
+template <>
+inline constexpr simd::SoftmaxKernels<float> softmax_kernels_here<float> = {
+    .max = &max_entry<float>,
+    .exp_sum = &exp_sum_entry<float>,
+    .scale = &simd::scale<float>,
+    .scale_above = &simd::scale_above<float>,
+    .exp_sum_rounded = &simd::exp_sum_rounded,
+    .round = &simd::narrow<bfloat16>,
+};
+
 /// The table of this translation unit's level; `with_pairs` fills the pair entries (bfloat16
 /// where the level has AVX-512 BF16).
 template <class Storage, bool with_pairs>
@@ -50,6 +82,7 @@ inline constexpr simd::AttentionKernels<Storage> attention_kernels_here = {
     .mr = simd::AttentionTile<accumulator_t<Storage>>::mr,
     .nr = simd::AttentionTile<accumulator_t<Storage>>::nr,
     .pairs = with_pairs,
+    .softmax = softmax_kernels_here<accumulator_t<Storage>>,
     .pack_kt = &simd::pack_kt<Storage>,
     .tile_scores = &tile_scores_entry<Storage>,
     .row_scores = &row_scores_entry<Storage>,

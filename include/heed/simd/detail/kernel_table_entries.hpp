@@ -43,9 +43,29 @@ inline void tile_pv_entry(const accumulator_t<Storage>* p, index_t ldp, index_t 
   simd::attention_tile_pv<accumulator_t<Storage>, Storage>(p, ldp, ni, runs, keys, v, ldv, dv, o, c, ones);
 }
 
+// The softmax entries are HEED_FLATTEN: their exps are xsimd's templates, which a compiler may
+// keep out of line (g++ 12 at -O1 with sanitizers does for float, at -O2 for double).
 template <class Acc>
-inline Acc max_entry(const Acc* x, index_t n) noexcept {
+HEED_FLATTEN inline Acc max_entry(const Acc* x, index_t n) noexcept {
   return simd::max(x, n);
+}
+
+template <class Acc>
+HEED_FLATTEN inline void scale_entry(Acc a, Acc* x, index_t n) noexcept {
+  simd::scale(a, x, n);
+}
+
+template <class Acc>
+HEED_FLATTEN inline void scale_above_entry(Acc a, Acc cut, Acc* x, index_t n) noexcept {
+  simd::scale_above(a, cut, x, n);
+}
+
+HEED_FLATTEN inline float exp_sum_rounded_entry(const float* x, float shift, bfloat16* p, index_t n) noexcept {
+  return simd::exp_sum_rounded(x, shift, p, n);
+}
+
+HEED_FLATTEN inline void round_entry(const float* x, bfloat16* p, index_t n) noexcept {
+  simd::narrow(x, p, n);
 }
 
 template <class Acc>
@@ -58,8 +78,8 @@ template <class Acc>
 inline constexpr simd::SoftmaxKernels<Acc> softmax_kernels_here = {
     .max = &max_entry<Acc>,
     .exp_sum = &exp_sum_entry<Acc>,
-    .scale = &simd::scale<Acc>,
-    .scale_above = &simd::scale_above<Acc>,
+    .scale = &scale_entry<Acc>,
+    .scale_above = &scale_above_entry<Acc>,
     .exp_sum_rounded = nullptr,
     .round = nullptr,
 };
@@ -68,10 +88,10 @@ template <>
 inline constexpr simd::SoftmaxKernels<float> softmax_kernels_here<float> = {
     .max = &max_entry<float>,
     .exp_sum = &exp_sum_entry<float>,
-    .scale = &simd::scale<float>,
-    .scale_above = &simd::scale_above<float>,
-    .exp_sum_rounded = &simd::exp_sum_rounded,
-    .round = &simd::narrow<bfloat16>,
+    .scale = &scale_entry<float>,
+    .scale_above = &scale_above_entry<float>,
+    .exp_sum_rounded = &exp_sum_rounded_entry,
+    .round = &round_entry,
 };
 
 /// The table of this translation unit's level; `with_pairs` fills the pair entries (bfloat16

@@ -107,9 +107,9 @@ requires std::is_floating_point_v<T>
 #endif
 
 /// HEED_FLATTEN before a table entry (simd/detail/kernel_table_entries.hpp) whose callees
-/// include xsimd's out-of-line templates (the double exp): every call in it is inlined, so a
-/// level's object defines no xsimd symbol another level's code could link to (ctest
-/// simd/dispatch_levels_own_their_symbols).
+/// include xsimd's templates a compiler may keep out of line (its exp): every call in it is
+/// inlined, so a level's object defines no xsimd symbol another level's code could link to
+/// (ctest simd/dispatch_levels_own_their_symbols).
 #if defined(__GNUC__) || defined(__clang__)
 #define HEED_FLATTEN __attribute__((flatten))
 #else

@@ -75,24 +75,19 @@ HEED_FLATTEN inline Acc exp_sum_entry(const Acc* x, Acc shift, Acc* y, index_t n
 
 /// The softmax row pieces of this translation unit's level (the bfloat16 ones for float only).
 template <class Acc>
-inline constexpr simd::SoftmaxKernels<Acc> softmax_kernels_here = {
-    .max = &max_entry<Acc>,
-    .exp_sum = &exp_sum_entry<Acc>,
-    .scale = &scale_entry<Acc>,
-    .scale_above = &scale_above_entry<Acc>,
-    .exp_sum_rounded = nullptr,
-    .round = nullptr,
-};
-
-template <>
-inline constexpr simd::SoftmaxKernels<float> softmax_kernels_here<float> = {
-    .max = &max_entry<float>,
-    .exp_sum = &exp_sum_entry<float>,
-    .scale = &scale_entry<float>,
-    .scale_above = &scale_above_entry<float>,
-    .exp_sum_rounded = &exp_sum_rounded_entry,
-    .round = &round_entry,
-};
+constexpr simd::SoftmaxKernels<Acc> softmax_kernels_of() noexcept {
+  simd::SoftmaxKernels<Acc> k{.max = &max_entry<Acc>,
+                              .exp_sum = &exp_sum_entry<Acc>,
+                              .scale = &scale_entry<Acc>,
+                              .scale_above = &scale_above_entry<Acc>,
+                              .exp_sum_rounded = nullptr,
+                              .round = nullptr};
+  if constexpr (std::is_same_v<Acc, float>) {
+    k.exp_sum_rounded = &exp_sum_rounded_entry;
+    k.round = &round_entry;
+  }
+  return k;
+}
 
 /// The table of this translation unit's level; `with_pairs` fills the pair entries (bfloat16
 /// where the level has AVX-512 BF16).
@@ -102,7 +97,7 @@ inline constexpr simd::AttentionKernels<Storage> attention_kernels_here = {
     .mr = simd::AttentionTile<accumulator_t<Storage>>::mr,
     .nr = simd::AttentionTile<accumulator_t<Storage>>::nr,
     .pairs = with_pairs,
-    .softmax = softmax_kernels_here<accumulator_t<Storage>>,
+    .softmax = softmax_kernels_of<accumulator_t<Storage>>(),
     .pack_kt = &simd::pack_kt<Storage>,
     .tile_scores = &tile_scores_entry<Storage>,
     .row_scores = &row_scores_entry<Storage>,

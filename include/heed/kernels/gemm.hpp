@@ -30,6 +30,7 @@
 #include "heed/core/scalar.hpp"
 #include "heed/core/shape.hpp"
 #include "heed/simd/gemm_kernel.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/kernels/detail/gemm_loops.hpp"
@@ -45,13 +46,16 @@ template <class Storage>
 class PackedMatrix {
  public:
   using Acc = accumulator_t<Storage>;  ///< the type of the bias and of the arithmetic (float for 16-bit Storage)
-  /// True where a Storage W may be packed in pairs: bfloat16 on a target with pair products.
-  static constexpr bool can_pair = simd::pairs_compiled_for<Storage>;
   PackedMatrix() = default;
-  /// Packs w [n, k] (row-major) and, if given, bias [n].
+  /// Packs w [n, k] (row-major) and, if given, bias [n], for the GEMM kernels in use
+  /// (simd::gemm_kernels: their panel width, and whether bfloat16 runs on pair products).
   PackedMatrix(const Storage* w, index_t n, index_t k, const Storage* bias = nullptr)
-      : n_(n), k_(k), pairs_(simd::pairs_in_use<Storage>()), depth_(pairs_ ? simd::pair_depth(k) : k) {
-    constexpr index_t nr = simd::GemmTile<Storage>::nr;
+      : kernels_(&simd::gemm_kernels<Storage>()),
+        n_(n),
+        k_(k),
+        pairs_(kernels_->pairs),
+        depth_(pairs_ ? simd::pair_depth(k) : k) {
+    const index_t nr = kernels_->nr;
     const index_t panels = (n + nr - 1) / nr;
     data_.assign(static_cast<std::size_t>(panels * depth_ * nr), Storage(0));
     if (bias) {
@@ -81,14 +85,17 @@ class PackedMatrix {
   [[nodiscard]] bool empty() const noexcept { return data_.empty(); }
   /// Panel p from depth k0 on: (k - k0) × NR values.
   [[nodiscard]] const Storage* panel(index_t p, index_t k0) const noexcept {
-    return data_.data() + (p * depth_ + k0) * simd::GemmTile<Storage>::nr;  // k0 is even where pairs
+    return data_.data() + (p * depth_ + k0) * kernels_->nr;  // k0 is even where pairs
   }
   /// The NR bias values of panel p, or nullptr without a bias.
   [[nodiscard]] const Acc* bias(index_t p) const noexcept {
-    return bias_.empty() ? nullptr : bias_.data() + p * simd::GemmTile<Storage>::nr;
+    return bias_.empty() ? nullptr : bias_.data() + p * kernels_->nr;
   }
+  /// The GEMM kernels the panels were packed for (simd::gemm_kernels when W was packed).
+  [[nodiscard]] const simd::GemmKernels<Storage>& kernels() const noexcept { return *kernels_; }
 
  private:
+  const simd::GemmKernels<Storage>* kernels_ = &simd::gemm_kernels<Storage>();
   index_t n_ = 0, k_ = 0;
   bool pairs_ = false;
   index_t depth_ = 0;  // k, or k rounded up to even where pairs

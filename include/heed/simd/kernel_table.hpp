@@ -81,6 +81,47 @@ struct AttentionKernels {
                        index_t panel_stride, index_t dv, float* o, const float* c) noexcept;
 };
 
+/// The GEMM entry points of one instruction-set level for storage type Storage (heed::gemm_nt,
+/// kernels/gemm.hpp; the accumulator type Acc is accumulator_t<Storage>), and the blocking they
+/// pack for. The grain is one NR-column panel of W against a block of up to mc packed rows of A
+/// (or one row): a panel is mc · nr · kc multiply-adds, and the driver runs the epilogue on the
+/// panel's rows after it, while they are in cache.
+template <class Storage>
+struct GemmKernels {
+  using Acc = accumulator_t<Storage>;  ///< the accumulator type: packed A (unless pairs), C's blocks
+
+  IsaLevel level;  ///< the level the entries were compiled at
+  index_t mr;      ///< rows of C per micro-kernel (GemmTile<Storage>::mr)
+  index_t nr;      ///< columns of C per micro-kernel, of a packed panel of W
+  index_t kc;      ///< depth of one block
+  index_t mc;      ///< rows of A packed at once
+  bool pairs;      ///< bfloat16 on pair products (W and A packed with k in pairs), not widened
+
+  /// A[rows, 0 : kc] → micro-panels of mr rows in Acc (simd::pack_a).
+  void (*pack_a)(const Storage* a, index_t lda, index_t rows, index_t kc, Acc* out) noexcept;
+  /// c = src + A · B (+ bias, ReLU) for rows [0, m) of packed A (micro-panels of mr · kc) and one
+  /// panel B of W (kc × nr), columns < n_valid (simd::gemm_micro_kernel over the rows); each
+  /// micro-kernel asks for its share of the `next_size` values of the next panel `next`, if any.
+  void (*panel)(index_t kc, const Acc* a, index_t m, const Storage* b, const Storage* next, index_t next_size, Acc* c,
+                index_t ldc, const Acc* src, index_t lds, const Acc* bias, bool relu, index_t n_valid) noexcept;
+  /// panel for a single row of A (simd::gemm_row_kernel); src may be c.
+  void (*row)(index_t kc, const Acc* a, const Storage* b, Acc* c, const Acc* src, const Acc* bias, bool relu,
+              index_t n_valid) noexcept;
+  /// C's float row rounded to Storage (simd::narrow); 16-bit Storage only (null otherwise).
+  void (*narrow)(const Acc* row, Storage* out, index_t n) noexcept;
+
+  /// A[rows, 0 : kc] → micro-panels with k in pairs (simd::pack_a_pairs); set where `pairs`.
+  void (*pack_a_pairs)(const bfloat16* a, index_t lda, index_t rows, index_t kc, bfloat16* out) noexcept;
+  /// panel on pair products, a's micro-panels `depth` = pair_depth(kc) deep (simd::gemm_pair_micro_kernel
+  /// over the rows); set where `pairs`.
+  void (*pair_panel)(index_t depth, const bfloat16* a, index_t m, const bfloat16* b, const bfloat16* next,
+                     index_t next_size, float* c, index_t ldc, const float* src, index_t lds, const float* bias,
+                     bool relu, index_t n_valid) noexcept;
+  /// row on pair products (simd::gemm_pair_row_kernel); set where `pairs`.
+  void (*pair_row)(index_t depth, const bfloat16* a, const bfloat16* b, float* c, const float* src, const float* bias,
+                   bool relu, index_t n_valid) noexcept;
+};
+
 /// The attention tables of one level, as a program built with heed_dispatch (HEED_DISPATCH)
 /// carries them, one per level (heed/simd/dispatch_level.ipp).
 struct LevelTables {
@@ -90,6 +131,11 @@ struct LevelTables {
   AttentionKernels<half> f16;                    ///< half storage, widened to float
   AttentionKernels<bfloat16> bf16;               ///< bfloat16 storage, widened to float
   const AttentionKernels<bfloat16>* bf16_pairs;  ///< bfloat16 on pair products; null where the level has none
+  GemmKernels<float> gemm_f32;                   ///< the GEMM on float
+  GemmKernels<double> gemm_f64;                  ///< the GEMM on double
+  GemmKernels<half> gemm_f16;                    ///< the GEMM on half, widened to float
+  GemmKernels<bfloat16> gemm_bf16;               ///< the GEMM on bfloat16, widened to float
+  const GemmKernels<bfloat16>* gemm_bf16_pairs;  ///< the GEMM on bfloat16 pair products; null where none
 
   /// The table for Storage; bfloat16 on pair products where `pairs` and the level has them.
   template <class Storage>
@@ -103,6 +149,21 @@ struct LevelTables {
     } else {
       static_assert(std::is_same_v<Storage, bfloat16>, "attention stores float, double, half or bfloat16");
       return pairs && bf16_pairs ? *bf16_pairs : bf16;
+    }
+  }
+
+  /// The GEMM table for Storage; bfloat16 on pair products where `pairs` and the level has them.
+  template <class Storage>
+  [[nodiscard]] const GemmKernels<Storage>& gemm(bool pairs) const noexcept {
+    if constexpr (std::is_same_v<Storage, float>) {
+      return gemm_f32;
+    } else if constexpr (std::is_same_v<Storage, double>) {
+      return gemm_f64;
+    } else if constexpr (std::is_same_v<Storage, half>) {
+      return gemm_f16;
+    } else {
+      static_assert(std::is_same_v<Storage, bfloat16>, "the GEMM stores float, double, half or bfloat16");
+      return pairs && gemm_bf16_pairs ? *gemm_bf16_pairs : gemm_bf16;
     }
   }
 };
@@ -135,6 +196,11 @@ inline constexpr LevelTables level_tables = {
     .f16 = detail::attention_kernels_here<half, false>,
     .bf16 = detail::attention_kernels_here<bfloat16, false>,
     .bf16_pairs = bf16_pair_products ? &detail::attention_kernels_here<bfloat16, true> : nullptr,
+    .gemm_f32 = detail::gemm_kernels_here<float, false>,
+    .gemm_f64 = detail::gemm_kernels_here<double, false>,
+    .gemm_f16 = detail::gemm_kernels_here<half, false>,
+    .gemm_bf16 = detail::gemm_kernels_here<bfloat16, false>,
+    .gemm_bf16_pairs = bf16_pair_products ? &detail::gemm_kernels_here<bfloat16, true> : nullptr,
 };
 
 }  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE
@@ -176,6 +242,13 @@ template <class Storage>
   return chosen;
 }
 
+/// The GEMM kernels in use in this process for Storage: the dispatched level's.
+template <class Storage>
+[[nodiscard]] inline const GemmKernels<Storage>& gemm_kernels() noexcept {
+  static const GemmKernels<Storage>& chosen = dispatched_tables().gemm<Storage>(bf16_pairs_chosen());
+  return chosen;
+}
+
 }  // namespace heed::simd::inline dispatched
 
 #else
@@ -187,6 +260,14 @@ namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE {
 template <class Storage>
 [[nodiscard]] inline const AttentionKernels<Storage>& attention_kernels() noexcept {
   static const AttentionKernels<Storage>* const chosen = detail::choose_attention_kernels<Storage>();
+  return *chosen;
+}
+
+/// The GEMM kernels in use in this process for Storage, chosen on first use: this translation
+/// unit's level's.
+template <class Storage>
+[[nodiscard]] inline const GemmKernels<Storage>& gemm_kernels() noexcept {
+  static const GemmKernels<Storage>* const chosen = detail::choose_gemm_kernels<Storage>();
   return *chosen;
 }
 

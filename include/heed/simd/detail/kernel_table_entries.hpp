@@ -4,6 +4,7 @@
 // The entries of simd::AttentionKernels at the translation unit's own level, and the choice of
 // the table in use: included by heed/simd/kernel_table.hpp after the table's type.
 
+#include <algorithm>
 #include <type_traits>
 
 #include "heed/core/scalar.hpp"
@@ -11,6 +12,7 @@
 #include "heed/simd/arch.hpp"
 #include "heed/simd/attention_kernel.hpp"
 #include "heed/simd/convert.hpp"
+#include "heed/simd/gemm_kernel.hpp"
 #include "heed/simd/cpu.hpp"
 #include "heed/simd/vector_ops.hpp"
 
@@ -109,6 +111,71 @@ inline constexpr simd::AttentionKernels<Storage> attention_kernels_here = {
 };
 
 template <class Storage>
+inline void gemm_panel_entry(index_t kc, const accumulator_t<Storage>* a, index_t m, const Storage* b,
+                             const Storage* next, index_t next_size, accumulator_t<Storage>* c, index_t ldc,
+                             const accumulator_t<Storage>* src, index_t lds, const accumulator_t<Storage>* bias,
+                             bool relu, index_t n_valid) noexcept {
+  using Acc = accumulator_t<Storage>;
+  constexpr index_t MR = simd::GemmTile<Storage>::mr;
+  const index_t tiles = (m + MR - 1) / MR;
+  for (index_t ir = 0; ir < m; ir += MR) {
+    if (next) simd::prefetch_share(next, next_size, ir / MR, tiles);
+    simd::gemm_micro_kernel<Acc, Storage>(kc, a + ir * kc, b, c + ir * ldc, ldc, src ? src + ir * lds : nullptr, lds,
+                                          bias, relu, std::min(MR, m - ir), n_valid);
+  }
+}
+
+template <class Storage>
+inline void gemm_row_entry(index_t kc, const accumulator_t<Storage>* a, const Storage* b, accumulator_t<Storage>* c,
+                           const accumulator_t<Storage>* src, const accumulator_t<Storage>* bias, bool relu,
+                           index_t n_valid) noexcept {
+  simd::gemm_row_kernel<accumulator_t<Storage>, Storage>(kc, a, b, c, src, bias, relu, n_valid);
+}
+
+template <class Storage>
+inline void gemm_narrow_entry(const accumulator_t<Storage>* row, Storage* out, index_t n) noexcept {
+  if constexpr (is_16bit_float_v<Storage>)
+    simd::narrow(row, out, n);
+  else
+    std::copy_n(row, n, out);
+}
+
+inline void gemm_pair_panel_entry(index_t depth, const bfloat16* a, index_t m, const bfloat16* b,
+                                  const bfloat16* next, index_t next_size, float* c, index_t ldc, const float* src,
+                                  index_t lds, const float* bias, bool relu, index_t n_valid) noexcept {
+  constexpr index_t MR = simd::GemmTile<bfloat16>::mr;
+  const index_t tiles = (m + MR - 1) / MR;
+  for (index_t ir = 0; ir < m; ir += MR) {
+    if (next) simd::prefetch_share(next, next_size, ir / MR, tiles);
+    simd::gemm_pair_micro_kernel(depth / 2, a + ir * depth, b, c + ir * ldc, ldc, src ? src + ir * lds : nullptr,
+                                 lds, bias, relu, std::min(MR, m - ir), n_valid);
+  }
+}
+
+inline void gemm_pair_row_entry(index_t depth, const bfloat16* a, const bfloat16* b, float* c, const float* src,
+                                const float* bias, bool relu, index_t n_valid) noexcept {
+  simd::gemm_pair_row_kernel(depth / 2, a, b, c, src, bias, relu, n_valid);
+}
+
+/// The GEMM table of this translation unit's level; `with_pairs` fills the pair entries.
+template <class Storage, bool with_pairs>
+inline constexpr simd::GemmKernels<Storage> gemm_kernels_here = {
+    .level = simd::compiled_level,
+    .mr = simd::GemmTile<Storage>::mr,
+    .nr = simd::GemmTile<Storage>::nr,
+    .kc = simd::GemmTile<Storage>::kc,
+    .mc = simd::GemmTile<Storage>::mc,
+    .pairs = with_pairs,
+    .pack_a = &simd::pack_a<Storage>,
+    .panel = &gemm_panel_entry<Storage>,
+    .row = &gemm_row_entry<Storage>,
+    .narrow = &gemm_narrow_entry<Storage>,
+    .pack_a_pairs = with_pairs ? &simd::pack_a_pairs : nullptr,
+    .pair_panel = with_pairs ? &gemm_pair_panel_entry : nullptr,
+    .pair_row = with_pairs ? &gemm_pair_row_entry : nullptr,
+};
+
+template <class Storage>
 [[nodiscard]] inline const simd::AttentionKernels<Storage>* choose_attention_kernels() noexcept {
   const simd::AttentionKernels<Storage>* chosen = &attention_kernels_here<Storage, false>;
   if constexpr (simd::pairs_compiled_for<Storage>) {
@@ -120,6 +187,15 @@ template <class Storage>
   // of kernels").
   asm("" : "+r"(chosen));
 #endif
+  return chosen;
+}
+
+template <class Storage>
+[[nodiscard]] inline const simd::GemmKernels<Storage>* choose_gemm_kernels() noexcept {
+  const simd::GemmKernels<Storage>* chosen = &gemm_kernels_here<Storage, false>;
+  if constexpr (simd::pairs_compiled_for<Storage>) {
+    if (simd::bf16_pairs_chosen()) chosen = &gemm_kernels_here<Storage, true>;
+  }
   return chosen;
 }
 

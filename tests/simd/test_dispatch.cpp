@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "heed/core/cast.hpp"
 #include "heed/core/random.hpp"
 #include "heed/kernels/attention.hpp"
+#include "heed/kernels/gemm.hpp"
 #include "heed/simd/kernel_table.hpp"
 #include "reference/attention.hpp"
 #include "support/compare.hpp"
@@ -32,12 +34,22 @@ TEST(Dispatch, TheLevelIsTheCpusBestOrTheOneAskedFor) {
   EXPECT_EQ(simd::attention_kernels<heed::half>().level, want);
   EXPECT_EQ(simd::attention_kernels<heed::bfloat16>().level, want);
   EXPECT_EQ(simd::attention_kernels<heed::bfloat16>().pairs, heed::cpu_info().bf16_pairs);
+  EXPECT_EQ(simd::gemm_kernels<float>().level, want);
+  EXPECT_EQ(simd::gemm_kernels<double>().level, want);
+  EXPECT_EQ(simd::gemm_kernels<heed::half>().level, want);
+  EXPECT_EQ(simd::gemm_kernels<heed::bfloat16>().level, want);
+  EXPECT_EQ(simd::gemm_kernels<heed::bfloat16>().pairs, heed::cpu_info().bf16_pairs);
   if (const char* asked = std::getenv("HEED_ISA"); asked && complaint.empty()) {
     EXPECT_EQ(heed::to_string(want), asked) << "ctest asked for a level this CPU has";
   }
   // the blocking of the level in use: 12 × 32 on AVX-512, 6 × 16 on AVX2, 4 × 8 on SSE2
   const index_t nr = simd::attention_kernels<float>().nr;
   EXPECT_EQ(nr, want >= IsaLevel::v4 ? 32 : want == IsaLevel::v3 ? 16 : 8);
+  // the GEMM's panels: two vectors of C's columns, 12 rows on AVX-512, 6 below
+  EXPECT_EQ(simd::gemm_kernels<float>().nr, nr);
+  EXPECT_EQ(simd::gemm_kernels<float>().mr, want >= IsaLevel::v4 ? 12 : 6);
+  const heed::PackedMatrix<float> w(std::vector<float>(5 * 3, 1.0f).data(), 5, 3);
+  EXPECT_EQ(&w.kernels(), &simd::gemm_kernels<float>()) << "W packed for the GEMM in use";
 }
 
 TEST(Dispatch, TheRuleCaseByCase) {

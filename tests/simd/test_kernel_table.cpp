@@ -1,7 +1,8 @@
 // simd::AttentionKernels, the table the attention driver calls through: it describes the level
 // it was compiled at, and each entry computes what the kernel it stands for computes, bit for
 // bit (the kernels themselves are tested against double loops in test_attention_kernel.cpp);
-// the 16-bit score entry, which widens the queries itself, against a double loop too.
+// the 16-bit score entry, which widens the queries itself, against a double loop too. The same
+// for simd::GemmKernels, the table gemm_nt calls through (its kernels: test_gemm_kernel.cpp).
 
 #include <gtest/gtest.h>
 
@@ -135,6 +136,119 @@ TEST(KernelTable, PairEntriesComputeWhatThePairKernelsCompute) {
   table.pair_tile_pv(pv_pairs, q.data(), depth, ni, vp.data(), stride, dv, o.data(), c.data());
   simd::pair_tile_pv(pv_pairs, q.data(), depth, ni, vp.data(), stride, dv, o_direct.data(), c.data());
   EXPECT_TRUE(same_bits(o, o_direct)) << "pair_tile_pv";
+}
+
+template <class Storage>
+void check_gemm_description() {
+  const simd::GemmKernels<Storage>& table = simd::gemm_kernels<Storage>();
+  EXPECT_EQ(&table, &simd::gemm_kernels<Storage>()) << "chosen once";
+  EXPECT_EQ(table.level, simd::compiled_level);
+  EXPECT_EQ(table.mr, simd::GemmTile<Storage>::mr);
+  EXPECT_EQ(table.nr, simd::GemmTile<Storage>::nr);
+  EXPECT_EQ(table.kc, simd::GemmTile<Storage>::kc);
+  EXPECT_EQ(table.mc, simd::GemmTile<Storage>::mc);
+  EXPECT_EQ(table.pairs, simd::pairs_in_use<Storage>());
+  EXPECT_TRUE(table.pack_a && table.panel && table.row);
+  EXPECT_EQ(table.narrow != nullptr, heed::is_16bit_float_v<Storage>) << "C rounded for 16-bit storage only";
+  const bool pair_entries = table.pack_a_pairs && table.pair_panel && table.pair_row;
+  const bool no_pair_entries = !table.pack_a_pairs && !table.pair_panel && !table.pair_row;
+  EXPECT_TRUE(table.pairs ? pair_entries : no_pair_entries);
+}
+
+TEST(GemmTable, DescribesTheLevelItWasCompiledAt) {
+  check_gemm_description<float>();
+  check_gemm_description<double>();
+  check_gemm_description<heed::bfloat16>();
+  check_gemm_description<heed::half>();
+}
+
+// A packed block of A of 2·mr + 3 rows against one panel of W (columns < n_valid), with an addend,
+// a bias and ReLU, and a single row with C as its own addend: through the table and through the
+// micro-kernels; and C's rounding to 16 bits.
+template <class Storage>
+void check_gemm_entries(index_t kc, index_t n_valid) {
+  using Acc = heed::accumulator_t<Storage>;
+  const simd::GemmKernels<Storage>& table = simd::gemm_kernels<Storage>();
+  const index_t mr = table.mr, nr = table.nr, m = 2 * mr + 3, ldc = nr + 3;
+  SCOPED_TRACE(testing::Message() << sizeof(Storage) * 8 << "-bit storage, kc " << kc << ", " << n_valid << " columns");
+  const auto a = heed::cast<Storage>(heed::randn<float>({m, kc}, 51));
+  const auto b = heed::cast<Storage>(heed::randn<float>({kc, nr}, 52));
+  const auto src = heed::cast<Acc>(heed::randn<float>({m, ldc}, 53));
+  const auto bias = heed::cast<Acc>(heed::randn<float>({nr}, 54));
+
+  const index_t panels_size = (m + mr - 1) / mr * mr * kc;  // whole micro-panels, rows past m zero
+  std::vector<Acc> packed(static_cast<std::size_t>(panels_size + simd::pack_a_slack), Acc(0)), packed_direct = packed;
+  table.pack_a(a.data(), kc, m, kc, packed.data());
+  simd::pack_a(a.data(), kc, m, kc, packed_direct.data());
+  EXPECT_EQ(std::memcmp(packed.data(), packed_direct.data(), sizeof(Acc) * panels_size), 0) << "pack_a";
+
+  std::vector<Acc> c(m * ldc, Acc(7)), c_direct = c;
+  table.panel(kc, packed.data(), m, b.data(), b.data(), kc * nr, c.data(), ldc, src.data(), ldc, bias.data(), true,
+              n_valid);
+  for (index_t ir = 0; ir < m; ir += mr)
+    simd::gemm_micro_kernel(kc, packed_direct.data() + ir * kc, b.data(), c_direct.data() + ir * ldc, ldc,
+                            src.data() + ir * ldc, ldc, bias.data(), true, std::min(mr, m - ir), n_valid);
+  EXPECT_TRUE(same_bits(c, c_direct)) << "panel";
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < nr; ++j) {
+      if (j >= n_valid) {
+        ASSERT_EQ(c[i * ldc + j], Acc(7)) << "column " << j << " is past n_valid";
+        continue;
+      }
+      double sum = double(src.data()[i * ldc + j]) + double(bias.data()[j]);
+      for (index_t k = 0; k < kc; ++k) sum += double(a.data()[i * kc + k]) * double(b.data()[k * nr + j]);
+      ASSERT_NEAR(double(c[i * ldc + j]), std::max(sum, 0.0), 1e-5 * (1 + std::abs(sum)) * double(kc + 1)) << i << "," << j;
+    }
+
+  std::vector<Acc> row(c.begin(), c.begin() + nr), row_direct = row;
+  table.row(kc, packed.data(), b.data(), row.data(), row.data(), nullptr, false, n_valid);
+  simd::gemm_row_kernel(kc, packed_direct.data(), b.data(), row_direct.data(), row_direct.data(),
+                        static_cast<const Acc*>(nullptr), false, n_valid);
+  EXPECT_TRUE(same_bits(row, row_direct)) << "row";
+
+  if constexpr (heed::is_16bit_float_v<Storage>) {
+    std::vector<Storage> out(nr), out_direct(nr);
+    table.narrow(row.data(), out.data(), nr);
+    simd::narrow(row.data(), out_direct.data(), nr);
+    EXPECT_TRUE(same_bits(out, out_direct)) << "narrow";
+  }
+}
+
+TEST(GemmTable, EntriesComputeWhatTheKernelsCompute) {
+  for (const index_t kc : {index_t{1}, index_t{37}}) {
+    check_gemm_entries<float>(kc, simd::GemmTile<float>::nr);
+    check_gemm_entries<float>(kc, 3);
+    check_gemm_entries<double>(kc, simd::GemmTile<double>::nr - 1);
+    check_gemm_entries<heed::bfloat16>(kc, 5);
+    check_gemm_entries<heed::half>(kc, simd::GemmTile<heed::half>::nr);
+  }
+}
+
+// The pair entries where the table has them (the @bf16 ctest).
+TEST(GemmTable, PairEntriesComputeWhatThePairKernelsCompute) {
+  using heed::bfloat16;
+  const simd::GemmKernels<bfloat16>& table = simd::gemm_kernels<bfloat16>();
+  if (!table.pairs) GTEST_SKIP() << "bfloat16 is widened to float in this build on this CPU";
+  const index_t kc = 37, depth = simd::pair_depth(kc), mr = table.mr, nr = table.nr, m = 2 * mr + 3;
+  const auto a = heed::cast<bfloat16>(heed::randn<float>({m, kc}, 61));
+  const auto b = heed::cast<bfloat16>(heed::randn<float>({depth, nr}, 62));  // a panel of W with k in pairs
+  const auto src = heed::randn<float>({m, nr}, 63);
+  const auto size = static_cast<std::size_t>((m + mr - 1) / mr * mr * depth + simd::pack_a_slack);
+  std::vector<bfloat16> packed(size), packed_direct(size);
+  table.pack_a_pairs(a.data(), kc, m, kc, packed.data());
+  simd::pack_a_pairs(a.data(), kc, m, kc, packed_direct.data());
+  EXPECT_TRUE(same_bits(packed, packed_direct)) << "pack_a_pairs";
+  std::vector<float> c(m * nr), c_direct(c.size());
+  table.pair_panel(depth, packed.data(), m, b.data(), nullptr, 0, c.data(), nr, src.data(), nr, nullptr, false, nr);
+  for (index_t ir = 0; ir < m; ir += mr)
+    simd::gemm_pair_micro_kernel(depth / 2, packed_direct.data() + ir * depth, b.data(), c_direct.data() + ir * nr,
+                                 nr, src.data() + ir * nr, nr, nullptr, false, std::min(mr, m - ir), nr);
+  EXPECT_TRUE(same_bits(c, c_direct)) << "pair_panel";
+  std::vector<float> row(nr), row_direct(nr);
+  table.pair_row(depth, packed.data(), b.data(), row.data(), nullptr, nullptr, true, nr - 1);
+  simd::gemm_pair_row_kernel(depth / 2, packed_direct.data(), b.data(), row_direct.data(), nullptr, nullptr, true,
+                             nr - 1);
+  EXPECT_TRUE(same_bits(row, row_direct)) << "pair_row";
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ TensorView<const Scalar, 3> encoder_input(const X& x, index_t d_model, const cha
 template <class Scalar>
 void add_feed_forward(const nn::Linear<Scalar>& linear1, const nn::Linear<Scalar>& linear2, nn::Activation activation,
                       const Scalar* in, Scalar* out, index_t rows) {
-  const index_t d = linear1.weight().size(1), F = linear1.weight().size(0), block = simd::GemmTile<Scalar>::mc;
+  const index_t d = linear1.weight().size(1), F = linear1.weight().size(0), block = simd::gemm_kernels<Scalar>().mc;
   const index_t blocks = (rows + block - 1) / block;
   const int threads = static_cast<int>(std::min<index_t>(num_threads(), blocks));
   std::vector<Tensor<Scalar, 2>> hidden(static_cast<std::size_t>(std::max(threads, 1)));

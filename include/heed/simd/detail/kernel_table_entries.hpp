@@ -133,11 +133,17 @@ inline void gemm_row_entry(index_t kc, const accumulator_t<Storage>* a, const St
 }
 
 template <class Storage>
-inline void gemm_narrow_entry(const accumulator_t<Storage>* row, Storage* out, index_t n) noexcept {
+inline void gemm_narrow_entry(const float* row, Storage* out, index_t n) noexcept {
+  simd::narrow(row, out, n);
+}
+
+// GemmKernels::narrow: the rounding of C's float rows for 16-bit storage, none for float and double.
+template <class Storage>
+constexpr auto gemm_narrow_of() noexcept {
   if constexpr (is_16bit_float_v<Storage>)
-    simd::narrow(row, out, n);
+    return &gemm_narrow_entry<Storage>;
   else
-    std::copy_n(row, n, out);
+    return static_cast<void (*)(const Storage*, Storage*, index_t) noexcept>(nullptr);
 }
 
 inline void gemm_pair_panel_entry(index_t depth, const bfloat16* a, index_t m, const bfloat16* b,
@@ -169,7 +175,7 @@ inline constexpr simd::GemmKernels<Storage> gemm_kernels_here = {
     .pack_a = &simd::pack_a<Storage>,
     .panel = &gemm_panel_entry<Storage>,
     .row = &gemm_row_entry<Storage>,
-    .narrow = &gemm_narrow_entry<Storage>,
+    .narrow = gemm_narrow_of<Storage>(),
     .pack_a_pairs = with_pairs ? &simd::pack_a_pairs : nullptr,
     .pair_panel = with_pairs ? &gemm_pair_panel_entry : nullptr,
     .pair_row = with_pairs ? &gemm_pair_row_entry : nullptr,

@@ -5,6 +5,8 @@
 // attention (4·B·L²·E) and, for the encoder layer, the feed-forward block (2 × 2·B·L·E·F).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+
 #include "heed/core/cast.hpp"
 #include "heed/core/random.hpp"
 #include "heed/nn.hpp"
@@ -99,6 +101,38 @@ void BM_gemm_packed(benchmark::State& state) {
   gemm_counter(state);
 }
 BENCHMARK(BM_gemm_packed)->Apply(gemm_shapes);
+
+// LayerNorm over rows of E and the GELU of the feed-forward block's hidden rows (F wide), on
+// gemm_rows tokens: the modules' row operations (simd::VectorKernels); GB/s counts each value
+// read and written once (GELU: the copy's too).
+template <class T>
+void BM_layer_norm(benchmark::State& state) {
+  heed::set_num_threads(1);
+  const heed::nn::LayerNorm<T> norm({.normalized_shape = E});
+  const auto x = heed::cast<T>(heed::randn<float>({gemm_rows, E}, 3));
+  for (auto _ : state) benchmark::DoNotOptimize(norm(x).data());
+  state.counters["GB/s"] =
+      benchmark::Counter(2.0 * double(gemm_rows * E * index_t(sizeof(T))),
+                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_layer_norm<float>)->UseRealTime();
+BENCHMARK(BM_layer_norm<heed::bfloat16>)->UseRealTime();
+
+// (on a fresh copy of the input each time: GELU applied again and again would shrink the values
+// to subnormals)
+void BM_gelu(benchmark::State& state) {
+  const auto x = heed::randn<float>({gemm_rows, F}, 4);
+  heed::Tensor<float, 2> y({gemm_rows, F});
+  for (auto _ : state) {
+    std::copy(x.data(), x.data() + x.numel(), y.data());
+    heed::nn::apply_activation(heed::nn::Activation::gelu, y.data(), y.numel());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] =
+      benchmark::Counter(4.0 * double(x.numel() * index_t(sizeof(float))),
+                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_gelu)->UseRealTime();
 
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"B", "L", "threads"});

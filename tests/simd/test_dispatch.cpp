@@ -39,6 +39,10 @@ TEST(Dispatch, TheLevelIsTheCpusBestOrTheOneAskedFor) {
   EXPECT_EQ(simd::gemm_kernels<heed::half>().level, want);
   EXPECT_EQ(simd::gemm_kernels<heed::bfloat16>().level, want);
   EXPECT_EQ(simd::gemm_kernels<heed::bfloat16>().pairs, heed::cpu_info().bf16_pairs);
+  EXPECT_EQ(simd::vector_kernels<float>().level, want);
+  EXPECT_EQ(simd::vector_kernels<double>().level, want);
+  EXPECT_EQ(simd::convert_kernels<heed::half>().level, want);
+  EXPECT_EQ(simd::convert_kernels<heed::bfloat16>().level, want);
   if (const char* asked = std::getenv("HEED_ISA"); asked && complaint.empty()) {
     EXPECT_EQ(heed::to_string(want), asked) << "ctest asked for a level this CPU has";
   }

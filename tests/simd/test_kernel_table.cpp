@@ -2,7 +2,9 @@
 // it was compiled at, and each entry computes what the kernel it stands for computes, bit for
 // bit (the kernels themselves are tested against double loops in test_attention_kernel.cpp);
 // the 16-bit score entry, which widens the queries itself, against a double loop too. The same
-// for simd::GemmKernels, the table gemm_nt calls through (its kernels: test_gemm_kernel.cpp).
+// for simd::GemmKernels, the table gemm_nt calls through (its kernels: test_gemm_kernel.cpp),
+// and for simd::VectorKernels and ConvertKernels, the modules' row operations
+// (test_vector_ops.cpp, test_convert.cpp).
 
 #include <gtest/gtest.h>
 
@@ -14,6 +16,7 @@
 #include "heed/core/cast.hpp"
 #include "heed/core/random.hpp"
 #include "heed/simd/kernel_table.hpp"
+#include "heed/simd/vector_ops.hpp"
 
 namespace {
 
@@ -197,7 +200,8 @@ void check_gemm_entries(index_t kc, index_t n_valid) {
       }
       double sum = double(src.data()[i * ldc + j]) + double(bias.data()[j]);
       for (index_t k = 0; k < kc; ++k) sum += double(a.data()[i * kc + k]) * double(b.data()[k * nr + j]);
-      ASSERT_NEAR(double(c[i * ldc + j]), std::max(sum, 0.0), 1e-5 * (1 + std::abs(sum)) * double(kc + 1)) << i << "," << j;
+      ASSERT_NEAR(double(c[i * ldc + j]), std::max(sum, 0.0), 1e-5 * (1 + std::abs(sum)) * double(kc + 1))
+          << i << "," << j;
     }
 
   std::vector<Acc> row(c.begin(), c.begin() + nr), row_direct = row;
@@ -241,14 +245,89 @@ TEST(GemmTable, PairEntriesComputeWhatThePairKernelsCompute) {
   std::vector<float> c(m * nr), c_direct(c.size());
   table.pair_panel(depth, packed.data(), m, b.data(), nullptr, 0, c.data(), nr, src.data(), nr, nullptr, false, nr);
   for (index_t ir = 0; ir < m; ir += mr)
-    simd::gemm_pair_micro_kernel(depth / 2, packed_direct.data() + ir * depth, b.data(), c_direct.data() + ir * nr,
-                                 nr, src.data() + ir * nr, nr, nullptr, false, std::min(mr, m - ir), nr);
+    simd::gemm_pair_micro_kernel(depth / 2, packed_direct.data() + ir * depth, b.data(), c_direct.data() + ir * nr, nr,
+                                 src.data() + ir * nr, nr, nullptr, false, std::min(mr, m - ir), nr);
   EXPECT_TRUE(same_bits(c, c_direct)) << "pair_panel";
   std::vector<float> row(nr), row_direct(nr);
   table.pair_row(depth, packed.data(), b.data(), row.data(), nullptr, nullptr, true, nr - 1);
   simd::gemm_pair_row_kernel(depth / 2, packed_direct.data(), b.data(), row_direct.data(), nullptr, nullptr, true,
                              nr - 1);
   EXPECT_TRUE(same_bits(row, row_direct)) << "pair_row";
+}
+
+// Each vector op through the table against the function it stands for, bit for bit, on a row
+// with a tail past whole vectors (n = 37) and in place where the entry allows it.
+template <class T>
+void check_vector_entries() {
+  const simd::VectorKernels<T>& ops = simd::vector_kernels<T>();
+  EXPECT_EQ(ops.level, simd::compiled_level);
+  const index_t n = 37;
+  SCOPED_TRACE(testing::Message() << sizeof(T) * 8 << "-bit values");
+  const auto x = heed::cast<T>(heed::randn<float>({n}, 71)), y = heed::cast<T>(heed::randn<float>({n}, 72));
+  const auto w = heed::cast<T>(heed::randn<float>({n}, 73)), b = heed::cast<T>(heed::randn<float>({n}, 74));
+  const std::vector<T> xs(x.data(), x.data() + n), ys(y.data(), y.data() + n);
+  EXPECT_EQ(ops.dot(x.data(), y.data(), n), simd::dot(x.data(), y.data(), n));
+  EXPECT_EQ(ops.tanh_dot(x.data(), y.data(), w.data(), n), simd::tanh_dot(x.data(), y.data(), w.data(), n));
+  const auto both = [&](const char* name, auto&& through_table, auto&& direct) {
+    std::vector<T> got = ys, want = ys;
+    through_table(got.data());
+    direct(want.data());
+    EXPECT_TRUE(same_bits(got, want)) << name;
+  };
+  both(
+      "axpy", [&](T* out) { ops.axpy(T(0.5), x.data(), out, n); },
+      [&](T* out) { simd::axpy(T(0.5), x.data(), out, n); });
+  both(
+      "add", [&](T* out) { ops.add(x.data(), out, n); }, [&](T* out) { simd::add(x.data(), out, n); });
+  both(
+      "multiply", [&](T* out) { ops.multiply(x.data(), out, out, n); },
+      [&](T* out) { simd::multiply(x.data(), out, out, n); });
+  both(
+      "layer_norm", [&](T* out) { ops.layer_norm(out, out, w.data(), b.data(), T(1e-5), n); },
+      [&](T* out) { simd::layer_norm(out, out, w.data(), b.data(), T(1e-5), n); });
+  both(
+      "rms_norm", [&](T* out) { ops.rms_norm(out, out, nullptr, T(1e-6), n); },
+      [&](T* out) { simd::rms_norm(out, out, static_cast<const T*>(nullptr), T(1e-6), n); });
+  both(
+      "relu", [&](T* out) { ops.relu(out, out, n); }, [&](T* out) { simd::relu(out, out, n); });
+  both(
+      "sigmoid", [&](T* out) { ops.sigmoid(out, out, n); }, [&](T* out) { simd::sigmoid(out, out, n); });
+  both(
+      "silu", [&](T* out) { ops.silu(out, out, n); }, [&](T* out) { simd::silu(out, out, n); });
+  both(
+      "gelu", [&](T* out) { ops.gelu(out, out, n); }, [&](T* out) { simd::gelu(out, out, n); });
+  both(
+      "gelu_tanh", [&](T* out) { ops.gelu_tanh(out, out, n); }, [&](T* out) { simd::gelu_tanh(out, out, n); });
+  // and one against its definition, so that a table of the wrong entries cannot pass
+  std::vector<T> g = ys;
+  ops.relu(g.data(), g.data(), n);
+  for (index_t i = 0; i < n; ++i) ASSERT_EQ(g[i], std::max(ys[i], T(0))) << i;
+}
+
+TEST(VectorTable, EntriesComputeWhatTheFunctionsCompute) {
+  check_vector_entries<float>();
+  check_vector_entries<double>();
+}
+
+template <class Storage>
+void check_convert_entries() {
+  const simd::ConvertKernels<Storage>& convert = simd::convert_kernels<Storage>();
+  EXPECT_EQ(convert.level, simd::compiled_level);
+  const index_t n = 37;
+  const auto x = heed::randn<float>({n}, 81);
+  std::vector<Storage> narrowed(n), narrowed_direct(n);
+  convert.narrow(x.data(), narrowed.data(), n);
+  simd::narrow(x.data(), narrowed_direct.data(), n);
+  EXPECT_TRUE(same_bits(narrowed, narrowed_direct)) << "narrow";
+  std::vector<float> widened(n);
+  convert.widen(narrowed.data(), widened.data(), n);
+  for (index_t i = 0; i < n; ++i) ASSERT_EQ(widened[i], static_cast<float>(narrowed[i])) << i;
+  EXPECT_EQ(convert.dot(narrowed.data(), narrowed.data(), n), simd::dot_widened(narrowed.data(), narrowed.data(), n));
+}
+
+TEST(ConvertTable, EntriesComputeWhatTheFunctionsCompute) {
+  check_convert_entries<heed::half>();
+  check_convert_entries<heed::bfloat16>();
 }
 
 }  // namespace

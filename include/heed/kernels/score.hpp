@@ -17,12 +17,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "heed/core/cast.hpp"
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/tile_ref.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/kernels/detail/scorers.hpp"
@@ -145,6 +146,12 @@ struct Additive {
                                 const TensorView<const Scalar, 1>& bias) {
     const index_t hidden = w.size(0), din = w.size(1);
     const Tensor<Scalar, 2> wd(w);  // dense rows
+    const auto dot = [] {           // in the accumulator type, at the level in use
+      if constexpr (std::is_same_v<Acc, Scalar>)
+        return simd::vector_kernels<Acc>().dot;
+      else
+        return simd::convert_kernels<Scalar>().dot;
+    }();
     Tensor<Acc, 4> out({x.size(0), x.size(1), x.size(2), hidden}, uninitialized);
     if (out.numel() == 0) return out;  // (no hidden unit: the scores are vᵀ tanh(·) of nothing, 0)
     for (index_t b = 0; b < x.size(0); ++b)
@@ -153,7 +160,7 @@ struct Additive {
           const Scalar* row = din > 0 ? &x(b, h, i, 0) : nullptr;  // (an empty row: the dot is 0)
           Acc* o = &out(b, h, i, 0);
           for (index_t u = 0; u < hidden; ++u)
-            o[u] = simd::dot_widened(row, wd.data() + u * din, din) + (bias.empty() ? Acc(0) : Acc(bias(u)));
+            o[u] = dot(row, wd.data() + u * din, din) + (bias.empty() ? Acc(0) : Acc(bias(u)));
         }
     return out;
   }

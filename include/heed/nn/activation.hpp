@@ -2,9 +2,11 @@
 // The activations of the Transformer feed-forward blocks, applied in place on contiguous data.
 
 #include <string>
+#include <type_traits>
 
 #include "heed/core/error.hpp"
 #include "heed/core/shape.hpp"
+#include "heed/simd/kernel_table.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::nn {
@@ -17,9 +19,24 @@ enum class Activation {
   silu,       ///< torch.nn.SiLU / F.silu: x / (1 + exp(-x)), the gate of SwiGLU
 };
 
-/// x[i] = a(x[i]) for n contiguous values, vectorized (simd/vector_ops.hpp).
+/// x[i] = a(x[i]) for n contiguous values, vectorized (simd/vector_ops.hpp): float and double at
+/// the level in use (simd::vector_kernels), 16-bit values at the program's own level.
 template <class T>
 void apply_activation(Activation a, T* x, index_t n) noexcept {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    const simd::VectorKernels<T>& ops = simd::vector_kernels<T>();
+    switch (a) {
+      case Activation::relu:
+        return ops.relu(x, x, n);
+      case Activation::gelu:
+        return ops.gelu(x, x, n);
+      case Activation::gelu_tanh:
+        return ops.gelu_tanh(x, x, n);
+      case Activation::silu:
+        return ops.silu(x, x, n);
+    }
+    return;
+  }
   switch (a) {
     case Activation::relu:
       return simd::relu(x, x, n);

@@ -12,8 +12,7 @@
 #include "heed/core/scalar.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/nn/weights.hpp"
-#include "heed/simd/convert.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 namespace heed::nn {
 
@@ -68,16 +67,19 @@ class LayerNorm {
         w[std::size_t(j)] = static_cast<float>(weight_.data()[j]);
         b[std::size_t(j)] = static_cast<float>(bias_.data()[j]);
       }
+      const simd::ConvertKernels<Scalar>& convert = simd::convert_kernels<Scalar>();
+      const auto layer_norm = simd::vector_kernels<float>().layer_norm;
       for (index_t r = 0; r < n; ++r) {
-        for (index_t j = 0; j < d; ++j) row[std::size_t(j)] = static_cast<float>(x[r * d + j]);
-        simd::layer_norm(row.data(), row.data(), affine ? w.data() : nullptr, affine ? b.data() : nullptr,
-                         float(options_.eps), d);
-        simd::narrow(row.data(), y + r * d, d);
+        convert.widen(x + r * d, row.data(), d);
+        layer_norm(row.data(), row.data(), affine ? w.data() : nullptr, affine ? b.data() : nullptr,
+                   float(options_.eps), d);
+        convert.narrow(row.data(), y + r * d, d);
       }
     } else {
+      const auto layer_norm = simd::vector_kernels<Scalar>().layer_norm;
       for (index_t r = 0; r < n; ++r)
-        simd::layer_norm(x + r * d, y + r * d, affine ? weight_.data() : nullptr, affine ? bias_.data() : nullptr,
-                         Scalar(options_.eps), d);
+        layer_norm(x + r * d, y + r * d, affine ? weight_.data() : nullptr, affine ? bias_.data() : nullptr,
+                   Scalar(options_.eps), d);
     }
   }
 

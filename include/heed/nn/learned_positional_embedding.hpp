@@ -3,11 +3,13 @@
 // (BERT, GPT-2). State dict: weight [max_len, d_model] (an nn.Embedding indexed by position).
 
 #include <string>
+#include <type_traits>
 
 #include "heed/core/error.hpp"
 #include "heed/core/random.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/nn/weights.hpp"
+#include "heed/simd/kernel_table.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::nn {
@@ -53,11 +55,18 @@ class LearnedPositionalEmbedding {
                        std::to_string(options_.d_model) + " and at most max_len " + std::to_string(options_.max_len) +
                        " positions");
     const index_t n = out.size(1) * options_.d_model;  // (0 for no positions: nothing to add)
-    for (index_t b = 0; b < out.size(0) && n > 0; ++b) simd::add(weight_.data(), out.data() + b * n, n);
+    for (index_t b = 0; b < out.size(0) && n > 0; ++b) add_rows(weight_.data(), out.data() + b * n, n);
     return out;
   }
 
  private:
+  // y += x: float and double at the level in use (simd::vector_kernels), 16-bit at the program's
+  static void add_rows(const Scalar* x, Scalar* y, index_t n) noexcept {
+    if constexpr (std::is_same_v<Scalar, float> || std::is_same_v<Scalar, double>)
+      simd::vector_kernels<Scalar>().add(x, y, n);
+    else
+      simd::add(x, y, n);
+  }
   LearnedPositionalEmbeddingOptions options_;
   Tensor<Scalar, 2> weight_;
 };

@@ -32,7 +32,7 @@
 #include "heed/nn/kv_cache.hpp"
 #include "heed/nn/linear.hpp"
 #include "heed/nn/weights.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/simd/kernel_table.hpp"
 #include "heed/kernels/dynamic_mask.hpp"
 
 #define HEED_INTERNAL_HEADER_ALLOWED
@@ -234,7 +234,7 @@ class MultiheadAttention {
           const Scalar* w = &r.weights(b, h, 0, 0);
           Acc* m = &mean(b, 0, 0, 0);
           if constexpr (std::is_same_v<Acc, Scalar>)
-            simd::axpy(Acc(1) / Acc(H), w, m, Lq * Lk);
+            simd::vector_kernels<Acc>().axpy(Acc(1) / Acc(H), w, m, Lq * Lk);
           else
             for (index_t i = 0; i < Lq * Lk; ++i) m[i] += static_cast<Acc>(w[i]) / Acc(H);
         }

@@ -7,10 +7,12 @@
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "heed/core/error.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/nn/weights.hpp"
+#include "heed/simd/kernel_table.hpp"
 #include "heed/simd/vector_ops.hpp"
 
 namespace heed::nn {
@@ -58,7 +60,7 @@ class PositionalEncoding {
   void add_to(Tensor<Scalar, 3>& x) const {
     check(x.shape());
     const index_t L = x.size(1), d = x.size(2);
-    for (index_t b = 0; b < x.size(0) && L > 0; ++b) simd::add(pe_.data(), x.data() + b * L * d, L * d);
+    for (index_t b = 0; b < x.size(0) && L > 0; ++b) add_rows(pe_.data(), x.data() + b * L * d, L * d);
   }
 
   /// x [B, L, d_model] plus the table's first L positions; ShapeError for another width or L > max_len.
@@ -70,6 +72,13 @@ class PositionalEncoding {
   }
 
  private:
+  // y += x: float and double at the level in use (simd::vector_kernels), 16-bit at the program's
+  static void add_rows(const Scalar* x, Scalar* y, index_t n) noexcept {
+    if constexpr (std::is_same_v<Scalar, float> || std::is_same_v<Scalar, double>)
+      simd::vector_kernels<Scalar>().add(x, y, n);
+    else
+      simd::add(x, y, n);
+  }
   void check(const Shape<3>& s) const {
     if (s[2] != options_.d_model || s[1] > options_.max_len)
       throw ShapeError("heed::nn::PositionalEncoding: x " + to_string(s) + " needs d_model " +

@@ -17,8 +17,7 @@
 #include "heed/core/scalar.hpp"
 #include "heed/core/tensor.hpp"
 #include "heed/nn/weights.hpp"
-#include "heed/simd/convert.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 namespace heed::nn {
 
@@ -73,13 +72,16 @@ class RMSNorm {
       w.resize(static_cast<std::size_t>(d));
       row.resize(static_cast<std::size_t>(d));
       for (index_t j = 0; j < d; ++j) w[std::size_t(j)] = static_cast<float>(weight_.data()[j]);
+      const simd::ConvertKernels<Scalar>& convert = simd::convert_kernels<Scalar>();
+      const auto rms_norm = simd::vector_kernels<float>().rms_norm;
       for (index_t r = 0; r < n; ++r) {
-        for (index_t j = 0; j < d; ++j) row[std::size_t(j)] = static_cast<float>(x[r * d + j]);
-        simd::rms_norm(row.data(), row.data(), affine ? w.data() : nullptr, eps(), d);
-        simd::narrow(row.data(), y + r * d, d);
+        convert.widen(x + r * d, row.data(), d);
+        rms_norm(row.data(), row.data(), affine ? w.data() : nullptr, eps(), d);
+        convert.narrow(row.data(), y + r * d, d);
       }
     } else {
-      for (index_t r = 0; r < n; ++r) simd::rms_norm(x + r * d, y + r * d, affine ? weight_.data() : nullptr, eps(), d);
+      const auto rms_norm = simd::vector_kernels<Scalar>().rms_norm;
+      for (index_t r = 0; r < n; ++r) rms_norm(x + r * d, y + r * d, affine ? weight_.data() : nullptr, eps(), d);
     }
   }
 

@@ -17,7 +17,7 @@
 #include "heed/nn/activation.hpp"
 #include "heed/nn/linear.hpp"
 #include "heed/nn/weights.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 namespace heed::nn {
 
@@ -93,7 +93,7 @@ class SwiGLU {
     if constexpr (is_16bit_float_v<Scalar>) {
       for (index_t i = 0; i < n; ++i) g[i] = Scalar(static_cast<float>(g[i]) * static_cast<float>(u[i]));
     } else {
-      simd::multiply(g, u, g, n);
+      simd::vector_kernels<Scalar>().multiply(g, u, g, n);
     }
   }
 

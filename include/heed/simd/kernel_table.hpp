@@ -122,6 +122,39 @@ struct GemmKernels {
                    bool relu, index_t n_valid) noexcept;
 };
 
+/// The vector ops the modules run on rows of T (float or double) at one level (simd/vector_ops.hpp
+/// describes each): the grain is a row, hundreds to thousands of values, so a call through the
+/// table costs nothing measurable.
+template <class T>
+struct VectorKernels {
+  IsaLevel level;  ///< the level the entries were compiled at
+
+  T (*dot)(const T* x, const T* y, index_t n) noexcept;                   ///< Σ x·y
+  void (*axpy)(T a, const T* x, T* y, index_t n) noexcept;                ///< y += a·x
+  void (*add)(const T* x, T* y, index_t n) noexcept;                      ///< y += x
+  void (*multiply)(const T* x, const T* y, T* z, index_t n) noexcept;     ///< z = x·y
+  T (*tanh_dot)(const T* a, const T* b, const T* v, index_t n) noexcept;  ///< Σ v·tanh(a + b)
+  /// (x - mean) / sqrt(var + eps) · w + b; w, b may be null; y may be x
+  void (*layer_norm)(const T* x, T* y, const T* w, const T* b, T eps, index_t n) noexcept;
+  /// x / sqrt(mean(x²) + eps) · w; w may be null; y may be x
+  void (*rms_norm)(const T* x, T* y, const T* w, T eps, index_t n) noexcept;
+  void (*relu)(const T* x, T* y, index_t n) noexcept;       ///< max(x, 0); y may be x
+  void (*sigmoid)(const T* x, T* y, index_t n) noexcept;    ///< 1 / (1 + exp(-x)); y may be x
+  void (*silu)(const T* x, T* y, index_t n) noexcept;       ///< x · sigmoid(x); y may be x
+  void (*gelu)(const T* x, T* y, index_t n) noexcept;       ///< GELU, erf form; y may be x
+  void (*gelu_tanh)(const T* x, T* y, index_t n) noexcept;  ///< GELU, tanh form; y may be x
+};
+
+/// Rows of a 16-bit Storage (half or bfloat16) to float and back, and their dot product in float,
+/// at one level (simd/convert.hpp, simd/vector_ops.hpp).
+template <class Storage>
+struct ConvertKernels {
+  IsaLevel level;                                                        ///< the level compiled at
+  void (*widen)(const Storage* x, float* y, index_t n) noexcept;         ///< y = float(x)
+  void (*narrow)(const float* x, Storage* y, index_t n) noexcept;        ///< y = x rounded to nearest even
+  float (*dot)(const Storage* x, const Storage* y, index_t n) noexcept;  ///< Σ x·y in float
+};
+
 /// The attention tables of one level, as a program built with heed_dispatch (HEED_DISPATCH)
 /// carries them, one per level (heed/simd/dispatch_level.ipp).
 struct LevelTables {
@@ -136,6 +169,10 @@ struct LevelTables {
   GemmKernels<half> gemm_f16;                    ///< the GEMM on half, widened to float
   GemmKernels<bfloat16> gemm_bf16;               ///< the GEMM on bfloat16, widened to float
   const GemmKernels<bfloat16>* gemm_bf16_pairs;  ///< the GEMM on bfloat16 pair products; null where none
+  VectorKernels<float> vector_f32;               ///< the vector ops on float
+  VectorKernels<double> vector_f64;              ///< the vector ops on double
+  ConvertKernels<half> convert_f16;              ///< half rows to float and back
+  ConvertKernels<bfloat16> convert_bf16;         ///< bfloat16 rows to float and back
 
   /// The table for Storage; bfloat16 on pair products where `pairs` and the level has them.
   template <class Storage>
@@ -164,6 +201,28 @@ struct LevelTables {
     } else {
       static_assert(std::is_same_v<Storage, bfloat16>, "the GEMM stores float, double, half or bfloat16");
       return pairs && gemm_bf16_pairs ? *gemm_bf16_pairs : gemm_bf16;
+    }
+  }
+
+  /// The vector ops on T (float or double).
+  template <class T>
+  [[nodiscard]] const VectorKernels<T>& vector() const noexcept {
+    if constexpr (std::is_same_v<T, float>) {
+      return vector_f32;
+    } else {
+      static_assert(std::is_same_v<T, double>, "the vector ops run on float or double");
+      return vector_f64;
+    }
+  }
+
+  /// The conversions of Storage (half or bfloat16) rows.
+  template <class Storage>
+  [[nodiscard]] const ConvertKernels<Storage>& convert() const noexcept {
+    if constexpr (std::is_same_v<Storage, half>) {
+      return convert_f16;
+    } else {
+      static_assert(std::is_same_v<Storage, bfloat16>, "the conversions are of half or bfloat16");
+      return convert_bf16;
     }
   }
 };
@@ -201,6 +260,10 @@ inline constexpr LevelTables level_tables = {
     .gemm_f16 = detail::gemm_kernels_here<half, false>,
     .gemm_bf16 = detail::gemm_kernels_here<bfloat16, false>,
     .gemm_bf16_pairs = bf16_pair_products ? &detail::gemm_kernels_here<bfloat16, true> : nullptr,
+    .vector_f32 = detail::vector_kernels_here<float>,
+    .vector_f64 = detail::vector_kernels_here<double>,
+    .convert_f16 = detail::convert_kernels_here<half>,
+    .convert_bf16 = detail::convert_kernels_here<bfloat16>,
 };
 
 }  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE
@@ -249,6 +312,20 @@ template <class Storage>
   return chosen;
 }
 
+/// The vector ops in use in this process on T (float or double): the dispatched level's.
+template <class T>
+[[nodiscard]] inline const VectorKernels<T>& vector_kernels() noexcept {
+  static const VectorKernels<T>& chosen = dispatched_tables().vector<T>();
+  return chosen;
+}
+
+/// The conversions in use in this process of Storage (half or bfloat16): the dispatched level's.
+template <class Storage>
+[[nodiscard]] inline const ConvertKernels<Storage>& convert_kernels() noexcept {
+  static const ConvertKernels<Storage>& chosen = dispatched_tables().convert<Storage>();
+  return chosen;
+}
+
 }  // namespace heed::simd::inline dispatched
 
 #else
@@ -269,6 +346,18 @@ template <class Storage>
 [[nodiscard]] inline const GemmKernels<Storage>& gemm_kernels() noexcept {
   static const GemmKernels<Storage>* const chosen = detail::choose_gemm_kernels<Storage>();
   return *chosen;
+}
+
+/// The vector ops on T (float or double): this translation unit's level's.
+template <class T>
+[[nodiscard]] inline const VectorKernels<T>& vector_kernels() noexcept {
+  return detail::vector_kernels_here<T>;
+}
+
+/// The conversions of Storage (half or bfloat16) rows: this translation unit's level's.
+template <class Storage>
+[[nodiscard]] inline const ConvertKernels<Storage>& convert_kernels() noexcept {
+  return detail::convert_kernels_here<Storage>;
 }
 
 }  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE

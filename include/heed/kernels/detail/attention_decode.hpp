@@ -167,7 +167,7 @@ void attention_decode(const TensorView<Storage, 4>& out, const TensorView<const 
             if (p[1] == Acc(0)) continue;
             const Acc factor = simd::softmax_exp(p[0] - m);
             total.l += factor * p[1];
-            simd::axpy(factor, p + 2, merged.data(), dv);
+            simd::vector_kernels<Acc>().axpy(factor, p + 2, merged.data(), dv);
           }
         }
         write_row(b, hk * G + r / Lq, r % Lq, merged.data(), total.normalizer(options.masked_rows), total.l != Acc(0));

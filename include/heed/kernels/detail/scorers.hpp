@@ -172,10 +172,10 @@ class AdditiveScorer {
       for (index_t i = 0; i < t.ni; ++i) std::fill_n(out + i * ld, t.nj, Acc(0));
       return;
     }
+    const auto tanh_dot = simd::vector_kernels<Acc>().tanh_dot;
     for (index_t i = 0; i < t.ni; ++i) {
       const Acc* qp = &q_proj_(t.b, t.h, t.i0 + i, 0);
-      for (index_t j = 0; j < t.nj; ++j)
-        out[i * ld + j] = simd::tanh_dot(qp, &k_proj_(t.b, t.hk, t.j0 + j, 0), v, hidden);
+      for (index_t j = 0; j < t.nj; ++j) out[i * ld + j] = tanh_dot(qp, &k_proj_(t.b, t.hk, t.j0 + j, 0), v, hidden);
     }
   }
 

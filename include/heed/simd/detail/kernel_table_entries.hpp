@@ -146,15 +146,15 @@ constexpr auto gemm_narrow_of() noexcept {
     return static_cast<void (*)(const Storage*, Storage*, index_t) noexcept>(nullptr);
 }
 
-inline void gemm_pair_panel_entry(index_t depth, const bfloat16* a, index_t m, const bfloat16* b,
-                                  const bfloat16* next, index_t next_size, float* c, index_t ldc, const float* src,
-                                  index_t lds, const float* bias, bool relu, index_t n_valid) noexcept {
+inline void gemm_pair_panel_entry(index_t depth, const bfloat16* a, index_t m, const bfloat16* b, const bfloat16* next,
+                                  index_t next_size, float* c, index_t ldc, const float* src, index_t lds,
+                                  const float* bias, bool relu, index_t n_valid) noexcept {
   constexpr index_t MR = simd::GemmTile<bfloat16>::mr;
   const index_t tiles = (m + MR - 1) / MR;
   for (index_t ir = 0; ir < m; ir += MR) {
     if (next) simd::prefetch_share(next, next_size, ir / MR, tiles);
-    simd::gemm_pair_micro_kernel(depth / 2, a + ir * depth, b, c + ir * ldc, ldc, src ? src + ir * lds : nullptr,
-                                 lds, bias, relu, std::min(MR, m - ir), n_valid);
+    simd::gemm_pair_micro_kernel(depth / 2, a + ir * depth, b, c + ir * ldc, ldc, src ? src + ir * lds : nullptr, lds,
+                                 bias, relu, std::min(MR, m - ir), n_valid);
   }
 }
 
@@ -179,6 +179,97 @@ inline constexpr simd::GemmKernels<Storage> gemm_kernels_here = {
     .pack_a_pairs = with_pairs ? &simd::pack_a_pairs : nullptr,
     .pair_panel = with_pairs ? &gemm_pair_panel_entry : nullptr,
     .pair_row = with_pairs ? &gemm_pair_row_entry : nullptr,
+};
+
+// The vector ops' entries: each HEED_FLATTEN, so that xsimd's transcendental functions are
+// inlined into the level's own symbol (docs/design.md, step 3).
+template <class T>
+HEED_FLATTEN inline T vector_dot(const T* x, const T* y, index_t n) noexcept {
+  return simd::dot(x, y, n);
+}
+template <class T>
+HEED_FLATTEN inline void vector_axpy(T a, const T* x, T* y, index_t n) noexcept {
+  simd::axpy(a, x, y, n);
+}
+template <class T>
+HEED_FLATTEN inline void vector_add(const T* x, T* y, index_t n) noexcept {
+  simd::add(x, y, n);
+}
+template <class T>
+HEED_FLATTEN inline void vector_multiply(const T* x, const T* y, T* z, index_t n) noexcept {
+  simd::multiply(x, y, z, n);
+}
+template <class T>
+HEED_FLATTEN inline T vector_tanh_dot(const T* a, const T* b, const T* v, index_t n) noexcept {
+  return simd::tanh_dot(a, b, v, n);
+}
+template <class T>
+HEED_FLATTEN inline void vector_layer_norm(const T* x, T* y, const T* w, const T* b, T eps, index_t n) noexcept {
+  simd::layer_norm(x, y, w, b, eps, n);
+}
+template <class T>
+HEED_FLATTEN inline void vector_rms_norm(const T* x, T* y, const T* w, T eps, index_t n) noexcept {
+  simd::rms_norm(x, y, w, eps, n);
+}
+template <class T>
+HEED_FLATTEN inline void vector_relu(const T* x, T* y, index_t n) noexcept {
+  simd::relu(x, y, n);
+}
+template <class T>
+HEED_FLATTEN inline void vector_sigmoid(const T* x, T* y, index_t n) noexcept {
+  simd::sigmoid(x, y, n);
+}
+template <class T>
+HEED_FLATTEN inline void vector_silu(const T* x, T* y, index_t n) noexcept {
+  simd::silu(x, y, n);
+}
+template <class T>
+HEED_FLATTEN inline void vector_gelu(const T* x, T* y, index_t n) noexcept {
+  simd::gelu(x, y, n);
+}
+template <class T>
+HEED_FLATTEN inline void vector_gelu_tanh(const T* x, T* y, index_t n) noexcept {
+  simd::gelu_tanh(x, y, n);
+}
+
+/// The vector ops of this translation unit's level.
+template <class T>
+inline constexpr simd::VectorKernels<T> vector_kernels_here = {
+    .level = simd::compiled_level,
+    .dot = &vector_dot<T>,
+    .axpy = &vector_axpy<T>,
+    .add = &vector_add<T>,
+    .multiply = &vector_multiply<T>,
+    .tanh_dot = &vector_tanh_dot<T>,
+    .layer_norm = &vector_layer_norm<T>,
+    .rms_norm = &vector_rms_norm<T>,
+    .relu = &vector_relu<T>,
+    .sigmoid = &vector_sigmoid<T>,
+    .silu = &vector_silu<T>,
+    .gelu = &vector_gelu<T>,
+    .gelu_tanh = &vector_gelu_tanh<T>,
+};
+
+template <class Storage>
+HEED_FLATTEN inline void convert_widen(const Storage* x, float* y, index_t n) noexcept {
+  simd::widen(x, y, n);
+}
+template <class Storage>
+HEED_FLATTEN inline void convert_narrow(const float* x, Storage* y, index_t n) noexcept {
+  simd::narrow(x, y, n);
+}
+template <class Storage>
+HEED_FLATTEN inline float convert_dot(const Storage* x, const Storage* y, index_t n) noexcept {
+  return simd::dot_widened(x, y, n);
+}
+
+/// The 16-bit conversions of this translation unit's level.
+template <class Storage>
+inline constexpr simd::ConvertKernels<Storage> convert_kernels_here = {
+    .level = simd::compiled_level,
+    .widen = &convert_widen<Storage>,
+    .narrow = &convert_narrow<Storage>,
+    .dot = &convert_dot<Storage>,
 };
 
 template <class Storage>

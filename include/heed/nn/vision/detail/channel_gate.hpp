@@ -15,7 +15,7 @@
 #include "heed/core/tensor.hpp"
 #include "heed/nn/weights.hpp"
 #include "heed/nn/vision/detail/per_sample.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 namespace heed::detail {
 
@@ -61,11 +61,12 @@ class ChannelGate {
   // v2, third part").
   void row(const A* pooled, A* hidden_scratch, A* gate) const {
     const index_t C = channels();
-    for (index_t k = 0; k < hidden(); ++k) hidden_scratch[k] = simd::dot(w1_.data() + k * C, pooled, C) + b1_.data()[k];
-    simd::relu(hidden_scratch, hidden_scratch, hidden());
+    const simd::VectorKernels<A>& ops = simd::vector_kernels<A>();
+    for (index_t k = 0; k < hidden(); ++k) hidden_scratch[k] = ops.dot(w1_.data() + k * C, pooled, C) + b1_.data()[k];
+    ops.relu(hidden_scratch, hidden_scratch, hidden());
     std::copy(b2_.data(), b2_.data() + C, gate);
-    for (index_t k = 0; k < hidden(); ++k) simd::axpy(hidden_scratch[k], w2t_.data() + k * C, gate, C);
-    simd::sigmoid(gate, gate, C);
+    for (index_t k = 0; k < hidden(); ++k) ops.axpy(hidden_scratch[k], w2t_.data() + k * C, gate, C);
+    ops.sigmoid(gate, gate, C);
   }
 
  private:

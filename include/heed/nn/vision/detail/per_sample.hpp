@@ -18,7 +18,7 @@
 #include "heed/core/parallel.hpp"
 #include "heed/core/scalar.hpp"
 #include "heed/core/tensor.hpp"
-#include "heed/simd/convert.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 namespace heed::detail {
 
@@ -81,7 +81,7 @@ const accumulator_t<Scalar>* write_row(Scalar* out, index_t n, accumulator_t<Sca
     return out;
   } else {
     compute(buffer);
-    simd::narrow(buffer, out, n);
+    simd::convert_kernels<Scalar>().narrow(buffer, out, n);
     return buffer;
   }
 }

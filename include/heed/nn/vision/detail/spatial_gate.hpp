@@ -11,7 +11,7 @@
 #include "heed/kernels/conv2d.hpp"
 #include "heed/nn/weights.hpp"
 #include "heed/nn/vision/detail/per_sample.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 namespace heed::detail {
 
@@ -43,7 +43,7 @@ class SpatialGate {
   void row(const A* mean_max, index_t H, index_t W, A* map) const {
     const TensorView<const A, 4> in(mean_max, {1, 2, H, W});
     conv2d_direct<A>(in, weight_.view(), {}, TensorView<A, 4>(map, {1, 1, H, W}), kernel_size() / 2, 1, 1);
-    simd::sigmoid(map, map, H * W);
+    simd::vector_kernels<A>().sigmoid(map, map, H * W);
   }
 
  private:

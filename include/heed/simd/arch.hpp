@@ -175,9 +175,12 @@ using target_isa = avx2_isa;  ///< the target has AVX2 and FMA
 using target_isa = neon_isa;  ///< AArch64 with NEON (xsimd's neon64)
 #else
 using target_isa = generic_isa;  ///< neither
-#if (defined(__x86_64__) || defined(_M_X64)) && !defined(HEED_ALLOW_BASELINE_ISA) && !defined(HEED_DISPATCH_LEVEL_UNIT)
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(HEED_ALLOW_BASELINE_ISA) && \
+    !defined(HEED_DISPATCH_LEVEL_UNIT) && !defined(HEED_DISPATCH)
 // A user's build without -march=native (or x86-64-v3/v4) runs heed's kernels on SSE2, several
 // times slower (README, "Use it"): say so once per translation unit rather than be slow silently.
+// Not with heed_dispatch (HEED_DISPATCH): attention, the GEMMs and the row operations run at the
+// CPU's best level there (simd/kernel_table.hpp).
 // gcc shows this even through -isystem, clang does not: the run-time notice of simd/cpu.hpp
 // covers both.
 #pragma message( \

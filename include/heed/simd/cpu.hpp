@@ -280,13 +280,15 @@ inline constexpr IsaLevel dispatch_levels[] = {
 // Each translation unit that includes heed asks for the notices its own flags call for (internal
 // linkage: a translation unit compiled with other flags asks for its own); each is printed at
 // most once per process.
-// (Not in heed_dispatch's translation units: each compiles one level on purpose.)
+// (Not in heed_dispatch's translation units, which compile one level each on purpose, and not
+// for the baseline notice in a program built with heed_dispatch, whose kernels run at the CPU's
+// best level.)
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__OPTIMIZE__) && !defined(HEED_ALLOW_UNOPTIMIZED) && \
     !defined(HEED_DISPATCH_LEVEL_UNIT)
 [[maybe_unused]] static const bool unoptimized_notice = detail::notice_unoptimized();
 #endif
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(__AVX2__) && !defined(HEED_SIMD_SCALAR) && \
-    !defined(HEED_ALLOW_BASELINE_ISA) && !defined(HEED_DISPATCH_LEVEL_UNIT)
+    !defined(HEED_ALLOW_BASELINE_ISA) && !defined(HEED_DISPATCH_LEVEL_UNIT) && !defined(HEED_DISPATCH)
 [[maybe_unused]] static const bool baseline_isa_notice =
     detail::notice_baseline_isa(cpu_info().avx512f ? "AVX-512" : (cpu_info().best >= IsaLevel::v3 ? "AVX2" : nullptr));
 #endif

@@ -181,95 +181,42 @@ inline constexpr simd::GemmKernels<Storage> gemm_kernels_here = {
     .pair_row = with_pairs ? &gemm_pair_row_entry : nullptr,
 };
 
-// The vector ops' entries: each HEED_FLATTEN, so that xsimd's transcendental functions are
-// inlined into the level's own symbol (docs/design.md, step 3).
-template <class T>
-HEED_FLATTEN inline T vector_dot(const T* x, const T* y, index_t n) noexcept {
-  return simd::dot(x, y, n);
-}
-template <class T>
-HEED_FLATTEN inline void vector_axpy(T a, const T* x, T* y, index_t n) noexcept {
-  simd::axpy(a, x, y, n);
-}
-template <class T>
-HEED_FLATTEN inline void vector_add(const T* x, T* y, index_t n) noexcept {
-  simd::add(x, y, n);
-}
-template <class T>
-HEED_FLATTEN inline void vector_multiply(const T* x, const T* y, T* z, index_t n) noexcept {
-  simd::multiply(x, y, z, n);
-}
-template <class T>
-HEED_FLATTEN inline T vector_tanh_dot(const T* a, const T* b, const T* v, index_t n) noexcept {
-  return simd::tanh_dot(a, b, v, n);
-}
-template <class T>
-HEED_FLATTEN inline void vector_layer_norm(const T* x, T* y, const T* w, const T* b, T eps, index_t n) noexcept {
-  simd::layer_norm(x, y, w, b, eps, n);
-}
-template <class T>
-HEED_FLATTEN inline void vector_rms_norm(const T* x, T* y, const T* w, T eps, index_t n) noexcept {
-  simd::rms_norm(x, y, w, eps, n);
-}
-template <class T>
-HEED_FLATTEN inline void vector_relu(const T* x, T* y, index_t n) noexcept {
-  simd::relu(x, y, n);
-}
-template <class T>
-HEED_FLATTEN inline void vector_sigmoid(const T* x, T* y, index_t n) noexcept {
-  simd::sigmoid(x, y, n);
-}
-template <class T>
-HEED_FLATTEN inline void vector_silu(const T* x, T* y, index_t n) noexcept {
-  simd::silu(x, y, n);
-}
-template <class T>
-HEED_FLATTEN inline void vector_gelu(const T* x, T* y, index_t n) noexcept {
-  simd::gelu(x, y, n);
-}
-template <class T>
-HEED_FLATTEN inline void vector_gelu_tanh(const T* x, T* y, index_t n) noexcept {
-  simd::gelu_tanh(x, y, n);
-}
+// Function f as a table entry of its own: HEED_FLATTEN, so that everything f calls (xsimd's
+// transcendental functions above all) is inlined into the level's own symbol (docs/design.md,
+// step 3), where a plain &f could leave xsimd's templates out of line in the level's object.
+template <auto f>
+struct flattened;
+template <class R, class... Args, R (*f)(Args...) noexcept>
+struct flattened<f> {
+  HEED_FLATTEN static R call(Args... args) noexcept { return f(args...); }
+};
 
 /// The vector ops of this translation unit's level.
 template <class T>
 inline constexpr simd::VectorKernels<T> vector_kernels_here = {
     .level = simd::compiled_level,
-    .dot = &vector_dot<T>,
-    .axpy = &vector_axpy<T>,
-    .add = &vector_add<T>,
-    .multiply = &vector_multiply<T>,
-    .tanh_dot = &vector_tanh_dot<T>,
-    .layer_norm = &vector_layer_norm<T>,
-    .rms_norm = &vector_rms_norm<T>,
-    .relu = &vector_relu<T>,
-    .sigmoid = &vector_sigmoid<T>,
-    .silu = &vector_silu<T>,
-    .gelu = &vector_gelu<T>,
-    .gelu_tanh = &vector_gelu_tanh<T>,
+    .dot = &flattened<&simd::dot<T>>::call,
+    .axpy = &flattened<&simd::axpy<T>>::call,
+    .add = &flattened<&simd::add<T>>::call,
+    .multiply = &flattened<&simd::multiply<T>>::call,
+    .tanh_dot = &flattened<&simd::tanh_dot<T>>::call,
+    .layer_norm = &flattened<&simd::layer_norm<T>>::call,
+    .rms_norm = &flattened<&simd::rms_norm<T>>::call,
+    .relu = &flattened<&simd::relu<T>>::call,
+    .sigmoid = &flattened<&simd::sigmoid<T>>::call,
+    .silu = &flattened<&simd::silu<T>>::call,
+    .gelu = &flattened<&simd::gelu<T>>::call,
+    .gelu_tanh = &flattened<&simd::gelu_tanh<T>>::call,
 };
-
-template <class Storage>
-HEED_FLATTEN inline void convert_widen(const Storage* x, float* y, index_t n) noexcept {
-  simd::widen(x, y, n);
-}
-template <class Storage>
-HEED_FLATTEN inline void convert_narrow(const float* x, Storage* y, index_t n) noexcept {
-  simd::narrow(x, y, n);
-}
-template <class Storage>
-HEED_FLATTEN inline float convert_dot(const Storage* x, const Storage* y, index_t n) noexcept {
-  return simd::dot_widened(x, y, n);
-}
 
 /// The 16-bit conversions of this translation unit's level.
 template <class Storage>
 inline constexpr simd::ConvertKernels<Storage> convert_kernels_here = {
     .level = simd::compiled_level,
-    .widen = &convert_widen<Storage>,
-    .narrow = &convert_narrow<Storage>,
-    .dot = &convert_dot<Storage>,
+    // (simd::widen also names the one-value conversion: the row's is picked by its type)
+    .widen = &flattened<static_cast<void (*)(const Storage*, float*, index_t) noexcept>(&simd::widen<Storage>)>::call,
+    .narrow = &flattened<&simd::narrow<Storage>>::call,
+    .dot = &flattened<&simd::dot_widened<Storage>>::call,
 };
 
 template <class Storage>

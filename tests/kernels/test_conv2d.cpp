@@ -8,6 +8,7 @@
 #include "heed/core/random.hpp"
 #include "heed/kernels/conv2d.hpp"
 #include "heed/kernels/pooling.hpp"
+#include "heed/simd/kernel_table.hpp"
 #include "reference/conv2d.hpp"
 #include "reference/softmax.hpp"
 #include "support/compare.hpp"
@@ -84,8 +85,9 @@ TEST(Pooling, GlobalAveragesAndChannelMeanMax) {
   }
 }
 
-// CBAM's reduction of channel-scaled planes: whole register blocks of columns and the columns
-// past them (plane 7 · 13 = 91), against a double sum and the exact max of the same products.
+// CBAM's reduction of channel-scaled planes (through the kernel table in use): whole register
+// blocks of columns and the columns past them (plane 7 · 13 = 91), against a double sum and the
+// exact max of the same products.
 TYPED_TEST(Conv2d, ScaledMeanMaxOverChannelsBlocksAndTail) {
   using T = TypeParam;
   for (const index_t C : {index_t{1}, index_t{5}})
@@ -93,7 +95,7 @@ TYPED_TEST(Conv2d, ScaledMeanMaxOverChannelsBlocksAndTail) {
       const auto x = heed::randn<T>({C, plane}, 7);
       const auto scale = heed::randn<T>({C}, 8);
       std::vector<T> mean(static_cast<std::size_t>(plane)), max(mean.size());
-      heed::detail::scaled_mean_max_over_channels(x.data(), scale.data(), C, plane, mean.data(), max.data());
+      heed::simd::vision_kernels<T>().mean_max_over_channels(x.data(), scale.data(), C, plane, mean.data(), max.data());
       for (index_t j = 0; j < plane; ++j) {
         double sum = 0, magnitude = 0;
         T top = -std::numeric_limits<T>::infinity();

@@ -43,6 +43,10 @@ TEST(Dispatch, TheLevelIsTheCpusBestOrTheOneAskedFor) {
   EXPECT_EQ(simd::vector_kernels<double>().level, want);
   EXPECT_EQ(simd::convert_kernels<heed::half>().level, want);
   EXPECT_EQ(simd::convert_kernels<heed::bfloat16>().level, want);
+  EXPECT_EQ(simd::vision_kernels<float>().level, want);
+  EXPECT_EQ(simd::vision_kernels<double>().level, want);
+  EXPECT_EQ(simd::vision_kernels<heed::half>().level, want);
+  EXPECT_EQ(simd::vision_kernels<heed::bfloat16>().level, want);
   if (const char* asked = std::getenv("HEED_ISA"); asked && complaint.empty()) {
     EXPECT_EQ(heed::to_string(want), asked) << "ctest asked for a level this CPU has";
   }
@@ -52,6 +56,9 @@ TEST(Dispatch, TheLevelIsTheCpusBestOrTheOneAskedFor) {
   // the GEMM's panels: two vectors of C's columns, 12 rows on AVX-512, 6 below
   EXPECT_EQ(simd::gemm_kernels<float>().nr, nr);
   EXPECT_EQ(simd::gemm_kernels<float>().mr, want >= IsaLevel::v4 ? 12 : 6);
+  // the convolution's step: four rows × one vector of columns
+  EXPECT_EQ(simd::vision_kernels<float>().conv_columns, nr / 2);
+  EXPECT_EQ(simd::vision_kernels<float>().conv_rows, 4);
   const heed::PackedMatrix<float> w(std::vector<float>(5 * 3, 1.0f).data(), 5, 3);
   EXPECT_EQ(&w.kernels(), &simd::gemm_kernels<float>()) << "W packed for the GEMM in use";
 }

@@ -3,20 +3,23 @@
 // bit (the kernels themselves are tested against double loops in test_attention_kernel.cpp);
 // the 16-bit score entry, which widens the queries itself, against a double loop too. The same
 // for simd::GemmKernels, the table gemm_nt calls through (its kernels: test_gemm_kernel.cpp),
-// and for simd::VectorKernels and ConvertKernels, the modules' row operations
-// (test_vector_ops.cpp, test_convert.cpp).
+// for simd::VectorKernels and ConvertKernels, the modules' row operations (test_vector_ops.cpp,
+// test_convert.cpp), and for simd::VisionKernels, the vision modules' passes over planes (their
+// results against double references: kernels/test_conv2d.cpp, nn/test_vision*.cpp).
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "heed/core/cast.hpp"
 #include "heed/core/random.hpp"
 #include "heed/simd/kernel_table.hpp"
 #include "heed/simd/vector_ops.hpp"
+#include "heed/simd/vision_ops.hpp"
 
 namespace {
 
@@ -328,6 +331,77 @@ void check_convert_entries() {
 TEST(ConvertTable, EntriesComputeWhatTheFunctionsCompute) {
   check_convert_entries<heed::half>();
   check_convert_entries<heed::bfloat16>();
+}
+
+// Each vision pass through the table against the function it stands for, bit for bit, on planes
+// with a tail past whole vectors (plane 5 × 7) and channels past a group of eight (C = 11), with
+// a NaN in one column; the gate and the convolution against their definitions too.
+template <class Storage>
+void check_vision_entries() {
+  using A = heed::accumulator_t<Storage>;
+  const simd::VisionKernels<Storage>& vision = simd::vision_kernels<Storage>();
+  EXPECT_EQ(&vision, &simd::vision_kernels<Storage>());
+  EXPECT_EQ(vision.level, simd::compiled_level);
+  EXPECT_EQ(vision.conv_rows, simd::conv_rows<A>);
+  EXPECT_EQ(vision.conv_columns, simd::conv_columns<A>);
+  SCOPED_TRACE(testing::Message() << sizeof(Storage) * 8 << "-bit values");
+  const index_t C = 11, plane = 35;
+  auto x = heed::cast<Storage>(heed::randn<float>({C * plane}, 91));
+  x.data()[3 * plane + 4] = heed::convert<Storage>(std::numeric_limits<float>::quiet_NaN());
+  const auto channel = heed::cast<A>(heed::randn<float>({C}, 92));
+  const auto spatial = heed::cast<A>(heed::randn<float>({plane}, 93));
+
+  std::vector<A> means(C), means_direct(C);
+  vision.plane_means(x.data(), C, plane, means.data(), true);
+  simd::plane_means(x.data(), C, plane, means_direct.data(), true);
+  EXPECT_TRUE(same_bits(means, means_direct)) << "plane_means";
+  for (const A* scale : {static_cast<const A*>(nullptr), channel.data()}) {
+    std::vector<A> mean(plane), max(plane), mean_direct(plane), max_direct(plane);
+    vision.mean_max_over_channels(x.data(), scale, C, plane, mean.data(), max.data());
+    simd::mean_max_over_channels(x.data(), scale, C, plane, mean_direct.data(), max_direct.data());
+    EXPECT_TRUE(same_bits(mean, mean_direct) && same_bits(max, max_direct)) << "mean_max_over_channels";
+    EXPECT_TRUE(std::isnan(max[4])) << "a NaN in a column is NaN in its max";
+  }
+  for (const A* c : {static_cast<const A*>(nullptr), channel.data()})
+    for (const A* m : {static_cast<const A*>(nullptr), spatial.data()}) {
+      std::vector<Storage> y(C * plane), y_direct(C * plane);
+      vision.gate_planes(x.data(), y.data(), C, plane, c, m);
+      simd::gate_planes(x.data(), y_direct.data(), C, plane, c, m);
+      EXPECT_TRUE(same_bits(y, y_direct)) << "gate_planes";
+      for (index_t i = 0; i < C * plane; ++i) {
+        const double v =
+            static_cast<double>(x.data()[i]) * (c ? double(c[i / plane]) : 1.0) * (m ? double(m[i % plane]) : 1.0);
+        if (std::isnan(v)) continue;
+        ASSERT_NEAR(static_cast<double>(y[i]), v, 1e-2 * std::abs(v) + 1e-30) << "gate_planes " << i;
+      }
+    }
+
+  // a 5 × 6 output plane (a row block and, at every level's width, a vector of columns past its
+  // edge) of a 2-channel 3 × 3 kernel, over input planes laid out as conv2d_plane asks
+  const index_t Cin = 2, k = 3, Ho = 5, Wo = 6, V = vision.conv_columns, R = vision.conv_rows;
+  const index_t Wp = (Wo + V - 1) / V * V + k - 1, Hp = Ho + k - 1 + R;
+  const auto input = heed::cast<A>(heed::randn<float>({Cin * Hp * Wp}, 94));
+  const auto w = heed::cast<A>(heed::randn<float>({Cin * k * k}, 95));
+  std::vector<A> out(Ho * Wo), out_direct(Ho * Wo);
+  vision.conv2d_plane(input.data(), Hp, Wp, w.data(), A(0.25), Cin, k, k, out.data(), Ho, Wo);
+  simd::conv2d_plane(input.data(), Hp, Wp, w.data(), A(0.25), Cin, k, k, out_direct.data(), Ho, Wo);
+  EXPECT_TRUE(same_bits(out, out_direct)) << "conv2d_plane";
+  for (index_t oy = 0; oy < Ho; ++oy)
+    for (index_t ox = 0; ox < Wo; ++ox) {
+      double want = 0.25;
+      for (index_t ci = 0; ci < Cin; ++ci)
+        for (index_t ky = 0; ky < k; ++ky)
+          for (index_t kx = 0; kx < k; ++kx)
+            want += double(w.data()[(ci * k + ky) * k + kx]) * double(input.data()[(ci * Hp + oy + ky) * Wp + ox + kx]);
+      ASSERT_NEAR(double(out[oy * Wo + ox]), want, 1e-5 * (1 + std::abs(want))) << "conv2d_plane " << oy << ", " << ox;
+    }
+}
+
+TEST(VisionTable, EntriesComputeWhatTheFunctionsCompute) {
+  check_vision_entries<float>();
+  check_vision_entries<double>();
+  check_vision_entries<heed::half>();
+  check_vision_entries<heed::bfloat16>();
 }
 
 }  // namespace

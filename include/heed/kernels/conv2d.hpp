@@ -1,9 +1,9 @@
 #pragma once
 // 2-D convolution (cross-correlation, as torch.nn.functional.conv2d), NCHW, zero padding.
-// A direct kernel: for each (output channel, input channel, ky, kx) the weight is one scalar,
-// and each output row gets `weight × input row` added with a vectorized axpy over the width
-// (stride 1; a strided gather otherwise). No im2col buffer, so memory stays at the output's size.
-// Parallel over (batch, output channel).
+// A direct kernel, parallel over (batch, output channel): at stride 1 each output plane is
+// accumulated in registers, a few rows × one vector of columns at a time, from the input planes
+// copied once into zero-padded scratch (simd::conv2d_plane, through the kernel table); other
+// strides run a plain strided loop. No im2col buffer.
 
 #include <algorithm>
 #include <string>

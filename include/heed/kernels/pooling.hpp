@@ -10,8 +10,7 @@
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
 
-#define HEED_INTERNAL_HEADER_ALLOWED
-#include "heed/kernels/detail/channel_reductions.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 namespace heed {
 
@@ -27,7 +26,7 @@ template <TensorLike X>
   const index_t B = dense.size(0), C = dense.size(1), plane = dense.size(2) * dense.size(3);
   if (plane == 0) throw ShapeError("heed::global_avg_pool: x " + to_string(dense.shape()) + " has empty planes");
   Tensor<T, 2> out({B, C}, uninitialized);
-  detail::plane_means(dense.data(), B * C, plane, out.data());
+  simd::vision_kernels<T>().plane_means(dense.data(), B * C, plane, out.data(), /*last_first=*/false);
   return out;
 }
 
@@ -44,8 +43,9 @@ template <TensorLike X>
   const index_t B = dense.size(0), C = dense.size(1), plane = dense.size(2) * dense.size(3);
   if (C == 0) throw ShapeError("heed::channel_mean_max: x " + to_string(dense.shape()) + " has no channels");
   Tensor<T, 4> out({B, 2, dense.size(2), dense.size(3)});
+  const simd::VisionKernels<T>& kernels = simd::vision_kernels<T>();
   for (index_t b = 0; b < B; ++b)
-    detail::mean_max_over_channels(dense.data() + b * C * plane, C, plane, out.data() + 2 * b * plane,
+    kernels.mean_max_over_channels(dense.data() + b * C * plane, nullptr, C, plane, out.data() + 2 * b * plane,
                                    out.data() + (2 * b + 1) * plane);
   return out;
 }

@@ -155,6 +155,32 @@ struct ConvertKernels {
   float (*dot)(const Storage* x, const Storage* y, index_t n) noexcept;  ///< Σ x·y in float
 };
 
+/// The passes of the vision modules over NCHW planes of Storage at one level
+/// (simd/vision_ops.hpp describes each): the grain is a sample's planes, so a call through the
+/// table costs nothing measurable.
+template <class Storage>
+struct VisionKernels {
+  using Acc = accumulator_t<Storage>;  ///< the accumulator type: sums, maxima, gates
+
+  IsaLevel level;        ///< the level the entries were compiled at
+  index_t conv_rows;     ///< output rows of conv2d_plane's step
+  index_t conv_columns;  ///< output columns of conv2d_plane's step (the padded rows hold whole steps)
+
+  /// The mean of each of `planes` planes, first to last or last to first (simd::plane_means).
+  void (*plane_means)(const Storage* x, index_t planes, index_t plane, Acc* means, bool last_first) noexcept;
+  /// Mean and max over the channels of x_c (· scale[c] where scale is not null)
+  /// (simd::mean_max_over_channels).
+  void (*mean_max_over_channels)(const Storage* x, const Acc* scale, index_t C, index_t plane, Acc* mean,
+                                 Acc* max) noexcept;
+  /// y = channel[c] · x · spatial[j], either factor may be null (simd::gate_planes).
+  void (*gate_planes)(const Storage* x, Storage* y, index_t C, index_t plane, const Acc* channel,
+                      const Acc* spatial) noexcept;
+  /// One output plane of a stride-1 convolution on Acc values from zero-padded input planes
+  /// (simd::conv2d_plane).
+  void (*conv2d_plane)(const Acc* padded, index_t Hp, index_t Wp, const Acc* w, Acc bias, index_t Cin, index_t kh,
+                       index_t kw, Acc* out, index_t Ho, index_t Wo) noexcept;
+};
+
 /// The attention tables of one level, as a program built with heed_dispatch (HEED_DISPATCH)
 /// carries them, one per level (heed/simd/dispatch_level.ipp).
 struct LevelTables {
@@ -173,6 +199,10 @@ struct LevelTables {
   VectorKernels<double> vector_f64;              ///< the vector ops on double
   ConvertKernels<half> convert_f16;              ///< half rows to float and back
   ConvertKernels<bfloat16> convert_bf16;         ///< bfloat16 rows to float and back
+  VisionKernels<float> vision_f32;               ///< the vision passes on float
+  VisionKernels<double> vision_f64;              ///< the vision passes on double
+  VisionKernels<half> vision_f16;                ///< the vision passes on half, in float
+  VisionKernels<bfloat16> vision_bf16;           ///< the vision passes on bfloat16, in float
 
   /// The table for Storage; bfloat16 on pair products where `pairs` and the level has them.
   template <class Storage>
@@ -225,6 +255,21 @@ struct LevelTables {
       return convert_bf16;
     }
   }
+
+  /// The vision passes on Storage.
+  template <class Storage>
+  [[nodiscard]] const VisionKernels<Storage>& vision() const noexcept {
+    if constexpr (std::is_same_v<Storage, float>) {
+      return vision_f32;
+    } else if constexpr (std::is_same_v<Storage, double>) {
+      return vision_f64;
+    } else if constexpr (std::is_same_v<Storage, half>) {
+      return vision_f16;
+    } else {
+      static_assert(std::is_same_v<Storage, bfloat16>, "the vision passes store float, double, half or bfloat16");
+      return vision_bf16;
+    }
+  }
 };
 
 #if defined(HEED_DISPATCH)
@@ -264,6 +309,10 @@ inline constexpr LevelTables level_tables = {
     .vector_f64 = detail::vector_kernels_here<double>,
     .convert_f16 = detail::convert_kernels_here<half>,
     .convert_bf16 = detail::convert_kernels_here<bfloat16>,
+    .vision_f32 = detail::vision_kernels_here<float>,
+    .vision_f64 = detail::vision_kernels_here<double>,
+    .vision_f16 = detail::vision_kernels_here<half>,
+    .vision_bf16 = detail::vision_kernels_here<bfloat16>,
 };
 
 }  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE
@@ -326,6 +375,13 @@ template <class Storage>
   return chosen;
 }
 
+/// The vision passes in use in this process on Storage: the dispatched level's.
+template <class Storage>
+[[nodiscard]] inline const VisionKernels<Storage>& vision_kernels() noexcept {
+  static const VisionKernels<Storage>& chosen = dispatched_tables().vision<Storage>();
+  return chosen;
+}
+
 }  // namespace heed::simd::inline dispatched
 
 #else
@@ -358,6 +414,12 @@ template <class T>
 template <class Storage>
 [[nodiscard]] inline const ConvertKernels<Storage>& convert_kernels() noexcept {
   return detail::convert_kernels_here<Storage>;
+}
+
+/// The vision passes on Storage: this translation unit's level's.
+template <class Storage>
+[[nodiscard]] inline const VisionKernels<Storage>& vision_kernels() noexcept {
+  return detail::vision_kernels_here<Storage>;
 }
 
 }  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE

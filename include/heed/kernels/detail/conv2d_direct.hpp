@@ -7,24 +7,22 @@
 
 #include "heed/core/parallel.hpp"
 #include "heed/core/tensor.hpp"
-#include "heed/simd/arch.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 namespace heed::detail {
 
-// Stride 1: each task copies its sample's input planes once into a zero-padded scratch (rows
-// of Wp values, enough for whole vectors of output columns), then accumulates R output rows ×
-// one vector of columns in registers over all Cin · kh · kw taps: one broadcast weight, R
-// unaligned loads and R FMAs per tap, no bounds tests and no scalar tails. (Row-by-row axpys,
-// the stride-2 path below, spent most of a 32 × 32 CBAM map's time in tails and call overhead.)
+// Stride 1: each task copies its sample's input planes once into a zero-padded scratch of whole
+// steps of the level's plane kernel (simd::conv2d_plane, through the kernel table), which then
+// accumulates every output of the plane in registers.
 template <class T>
 void conv2d_stride1(const TensorView<const T, 4>& x, const TensorView<const T, 4>& w,
                     const TensorView<const T, 1>& bias, const TensorView<T, 4>& out, index_t pad, int threads) {
-  constexpr index_t V = static_cast<index_t>(simd::width<T>), R = 4;
+  const simd::VisionKernels<T>& kernels = simd::vision_kernels<T>();
+  const index_t V = kernels.conv_columns, R = kernels.conv_rows;
   const index_t B = x.size(0), Cin = x.size(1), H = x.size(2), W = x.size(3);
   const index_t Cout = w.size(0), kh = w.size(2), kw = w.size(3);
   const index_t Ho = out.size(2), Wo = out.size(3);
-  const index_t chunks = (Wo + V - 1) / V, Wp = chunks * V + kw - 1;
+  const index_t Wp = (Wo + V - 1) / V * V + kw - 1;
   const index_t Hp = Ho + kh - 1 + R;  // the last row block may read R - 1 rows past the map
   parallel_for(B * Cout, threads, [&](index_t task, int) {
     const index_t b = task / Cout, co = task % Cout;
@@ -34,44 +32,14 @@ void conv2d_stride1(const TensorView<const T, 4>& x, const TensorView<const T, 4
     for (index_t ci = 0; ci < Cin; ++ci)
       for (index_t iy = 0; iy < H; ++iy)
         std::copy(&x(b, ci, iy, 0), &x(b, ci, iy, 0) + W, padded.data() + (ci * Hp + iy + pad) * Wp + pad);
-    const T b0 = bias.empty() ? T(0) : bias(co);
-    T* o = &out(b, co, 0, 0);
-    for (index_t oy = 0; oy < Ho; oy += R)
-      for (index_t c = 0; c < chunks; ++c) {
-        const index_t x0 = c * V;
-        // The loops over the R accumulators are unrolled by hand (R = 4), and the one that stores
-        // them has no early exit: at -O2 gcc kept them on the stack otherwise, and CBAM's 7 × 7
-        // map took 3× as long (docs/decisions.md).
-        simd::batch<T> acc[R];
-        HEED_UNROLL(4)
-        for (index_t r = 0; r < R; ++r) acc[r] = simd::broadcast(b0);
-        for (index_t ci = 0; ci < Cin; ++ci)
-          for (index_t ky = 0; ky < kh; ++ky) {
-            const T* row = padded.data() + (ci * Hp + oy + ky) * Wp + x0;
-            for (index_t kx = 0; kx < kw; ++kx) {
-              const simd::batch<T> wv = simd::broadcast(w(co, ci, ky, kx));
-              HEED_UNROLL(4)
-              for (index_t r = 0; r < R; ++r) acc[r] = simd::fma(wv, simd::load(row + r * Wp + kx), acc[r]);
-            }
-          }
-        HEED_UNROLL(4)
-        for (index_t r = 0; r < R; ++r) {
-          if (oy + r >= Ho) continue;
-          T* dst = o + (oy + r) * Wo + x0;
-          if (x0 + V <= Wo) {
-            simd::store(dst, acc[r]);
-          } else {
-            alignas(64) T tail[static_cast<std::size_t>(V)];
-            simd::store(tail, acc[r]);
-            std::copy(tail, tail + (Wo - x0), dst);
-          }
-        }
-      }
+    kernels.conv2d_plane(padded.data(), Hp, Wp, &w(co, 0, 0, 0), bias.empty() ? T(0) : bias(co), Cin, kh, kw,
+                         &out(b, co, 0, 0), Ho, Wo);
   });
 }
 
 // out [B, Cout, Ho, Wo] = conv(x [B, Cin, H, W], w [Cout, Cin, kh, kw]) + bias; shapes validated
-// by the caller; x and w contiguous; bias empty or [Cout].
+// by the caller; x and w contiguous; bias empty or [Cout]. A stride above 1 runs a plain strided
+// loop.
 template <class T>
 void conv2d_direct(const TensorView<const T, 4>& x, const TensorView<const T, 4>& w, const TensorView<const T, 1>& bias,
                    const TensorView<T, 4>& out, index_t pad, index_t stride, int threads) {
@@ -100,11 +68,7 @@ void conv2d_direct(const TensorView<const T, 4>& x, const TensorView<const T, 4>
             if (iy < 0 || iy >= H) continue;
             const T* src = in + iy * W + ox_lo * stride + kx - pad;
             T* dst = o + oy * Wo + ox_lo;
-            if (stride == 1) {
-              simd::axpy(weight, src, dst, ox_hi - ox_lo);
-            } else {
-              for (index_t ox = 0; ox < ox_hi - ox_lo; ++ox) dst[ox] += weight * src[ox * stride];
-            }
+            for (index_t ox = 0; ox < ox_hi - ox_lo; ++ox) dst[ox] += weight * src[ox * stride];
           }
         }
     }

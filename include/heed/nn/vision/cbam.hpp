@@ -90,17 +90,15 @@ class CBAM {
       A* sa = mean_max + 2 * plane;
       A* row = sa + plane;
       const Scalar* xb = in.data() + b * C * plane;
-      detail::plane_means(xb, C, plane, scratch);
+      const simd::VisionKernels<Scalar>& kernels = simd::vision_kernels<Scalar>();
+      kernels.plane_means(xb, C, plane, scratch, /*last_first=*/false);
       channel_.row(scratch, scratch + C, ca);
-      detail::scaled_mean_max_over_channels(xb, ca, C, plane, mean_max, mean_max + plane);
+      kernels.mean_max_over_channels(xb, ca, C, plane, mean_max, mean_max + plane);
       spatial_.row(mean_max, H, W, sa);
       detail::write_row(&r.channel_weights(b, 0), C, row, [&](A* g) { std::copy(ca, ca + C, g); });
       detail::write_row(&r.spatial_map(b, 0, 0, 0), plane, row, [&](A* m) { std::copy(sa, sa + plane, m); });
-      for (index_t c = 0; c < C; ++c)  // the first channels are in L2 (channel_reductions.hpp)
-        detail::map_row(xb + c * plane, r.output.data() + (b * C + c) * plane, plane,
-                        [a = ca[c], sa](const auto& v, index_t j) {
-                          return detail::splat(v, a) * v * detail::same_form(v, sa, j);
-                        });
+      // the first channels are in L2 (simd/vision_ops.hpp)
+      kernels.gate_planes(xb, r.output.data() + b * C * plane, C, plane, ca, sa);
     });
     return r;
   }

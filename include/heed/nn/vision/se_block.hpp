@@ -18,7 +18,7 @@
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/nn/vision/detail/channel_gate.hpp"
 #include "heed/nn/vision/detail/per_sample.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 namespace heed::nn {
 
@@ -83,12 +83,12 @@ class SEBlock {
     detail::for_each_sample<A>(B, C + hidden + detail::rounding_scratch<Scalar>(C, plane), [&](index_t b, A* scratch) {
       A* row = scratch + C + hidden;
       const Scalar* xb = in.data() + b * C * plane;
-      detail::plane_means(xb, C, plane, scratch, /*last_first=*/true);
+      const simd::VisionKernels<Scalar>& kernels = simd::vision_kernels<Scalar>();
+      kernels.plane_means(xb, C, plane, scratch, /*last_first=*/true);
       const A* gate =
           detail::write_row(&r.channel_weights(b, 0), C, row, [&](A* g) { gate_.row(scratch, scratch + C, g); });
-      for (index_t c = 0; c < C; ++c)  // the first channels are in L2 (channel_reductions.hpp)
-        detail::map_row(xb + c * plane, r.output.data() + (b * C + c) * plane, plane,
-                        [g = gate[c]](const auto& v, index_t) { return v * detail::splat(v, g); });
+      // the first channels are in L2 (simd/vision_ops.hpp)
+      kernels.gate_planes(xb, r.output.data() + b * C * plane, C, plane, gate, nullptr);
     });
     return r;
   }

@@ -15,7 +15,7 @@
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/nn/vision/detail/spatial_gate.hpp"
 #include "heed/nn/vision/detail/per_sample.hpp"
-#include "heed/simd/vector_ops.hpp"
+#include "heed/simd/kernel_table.hpp"
 
 namespace heed::nn {
 
@@ -69,12 +69,12 @@ class SpatialAttention {
       A* map = scratch + 2 * plane;
       A* row = map + plane;
       const Scalar* xb = in.data() + b * C * plane;
-      detail::mean_max_over_channels(xb, C, plane, mean_max, mean_max + plane);
+      const simd::VisionKernels<Scalar>& kernels = simd::vision_kernels<Scalar>();
+      kernels.mean_max_over_channels(xb, nullptr, C, plane, mean_max, mean_max + plane);
       gate_.row(mean_max, H, W, map);
       detail::write_row(&r.spatial_map(b, 0, 0, 0), plane, row, [&](A* m) { std::copy(map, map + plane, m); });
-      for (index_t c = 0; c < C; ++c)  // the first channels are in L2 (channel_reductions.hpp)
-        detail::map_row(xb + c * plane, r.output.data() + (b * C + c) * plane, plane,
-                        [map](const auto& v, index_t j) { return v * detail::same_form(v, map, j); });
+      // the first channels are in L2 (simd/vision_ops.hpp)
+      kernels.gate_planes(xb, r.output.data() + b * C * plane, C, plane, nullptr, map);
     });
     return r;
   }

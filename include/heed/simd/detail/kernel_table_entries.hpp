@@ -15,6 +15,7 @@
 #include "heed/simd/gemm_kernel.hpp"
 #include "heed/simd/cpu.hpp"
 #include "heed/simd/vector_ops.hpp"
+#include "heed/simd/vision_ops.hpp"
 
 namespace heed::detail::inline HEED_SIMD_LEVEL_NAMESPACE {
 
@@ -217,6 +218,18 @@ inline constexpr simd::ConvertKernels<Storage> convert_kernels_here = {
     .widen = &flattened<static_cast<void (*)(const Storage*, float*, index_t) noexcept>(&simd::widen<Storage>)>::call,
     .narrow = &flattened<&simd::narrow<Storage>>::call,
     .dot = &flattened<&simd::dot_widened<Storage>>::call,
+};
+
+/// The vision passes of this translation unit's level.
+template <class Storage>
+inline constexpr simd::VisionKernels<Storage> vision_kernels_here = {
+    .level = simd::compiled_level,
+    .conv_rows = simd::conv_rows<accumulator_t<Storage>>,
+    .conv_columns = simd::conv_columns<accumulator_t<Storage>>,
+    .plane_means = &flattened<&simd::plane_means<Storage>>::call,
+    .mean_max_over_channels = &flattened<&simd::mean_max_over_channels<Storage>>::call,
+    .gate_planes = &flattened<&simd::gate_planes<Storage>>::call,
+    .conv2d_plane = &flattened<&simd::conv2d_plane<accumulator_t<Storage>>>::call,
 };
 
 template <class Storage>

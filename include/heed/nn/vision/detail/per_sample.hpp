@@ -4,7 +4,7 @@
 // Each module runs its whole pipeline on one sample at a time (a [C, H, W] sample of the seed's
 // shape is 1 MiB in float, as large as this machine's L2), and samples run in parallel. A
 // bfloat16 or half module reads its sample in place, widening values as the passes load them
-// (kernels/detail/channel_reductions.hpp), computes in float, and rounds each output value
+// (simd/vision_ops.hpp), computes in float, and rounds each output value
 // once as it writes it: it reads half the bytes of a float one.
 
 #include <algorithm>

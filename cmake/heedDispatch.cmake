@@ -44,6 +44,12 @@ function(heed_dispatch target)
     if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND _level MATCHES "^v4")
       list(APPEND _options -Wno-maybe-uninitialized -Wno-uninitialized)
     endif()
+    # A level object must inline what it calls (xsimd's and Eigen's helpers) into its own
+    # namespace: out of line, they are symbols every level defines, and the linker keeps one
+    # level's copy for all (ctest simd/dispatch_levels_own_their_symbols). Without optimization
+    # (a Debug build's -O0, or -Og) they stay out of line, so the level objects are compiled at
+    # -O1 at least in every configuration.
+    list(APPEND _options "$<$<NOT:$<OR:$<CONFIG:Release>,$<CONFIG:RelWithDebInfo>,$<CONFIG:MinSizeRel>>>:-O1>")
     # no precompiled header: one made with the target's flags would bring them, or its headers, in
     set_source_files_properties(${_source} TARGET_DIRECTORY ${target} PROPERTIES COMPILE_OPTIONS "${_options}"
                                 SKIP_PRECOMPILE_HEADERS ON)

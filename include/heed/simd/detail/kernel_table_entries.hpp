@@ -33,8 +33,10 @@ inline void tile_scores_entry(index_t depth, const Storage* q, index_t ldq, inde
   }
 }
 
+// HEED_FLATTEN: at -O1 without it, half's scalar widening of the row's tail (Eigen's
+// half_to_float) stayed out of line in the baseline level's object.
 template <class Storage>
-inline void row_scores_entry(index_t depth, const Storage* q, const Storage* k, index_t ldk, index_t nj,
+HEED_FLATTEN inline void row_scores_entry(index_t depth, const Storage* q, const Storage* k, index_t ldk, index_t nj,
                              accumulator_t<Storage>* out, accumulator_t<Storage> scale) noexcept {
   simd::attention_row_scores(depth, q, k, ldk, nj, out, scale);
 }

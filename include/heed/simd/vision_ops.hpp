@@ -221,7 +221,7 @@ inline void conv2d_plane(const T* padded, index_t Hp, index_t Wp, const T* w, T 
       // The loops over the R accumulators are unrolled by hand (R = 4), and the one that stores
       // them has no early exit: at -O2 gcc kept them on the stack otherwise, and CBAM's 7 × 7
       // map took 3× as long (docs/decisions.md).
-      batch<T> acc[R];
+      batch<T> acc[static_cast<std::size_t>(R)];
       HEED_UNROLL(4)
       for (index_t r = 0; r < R; ++r) acc[r] = broadcast(bias);
       for (index_t ci = 0; ci < Cin; ++ci)

@@ -58,7 +58,7 @@ template <bool Scaled, class S, class A = accumulator_t<S>>
 inline void reduce_over_channels(const S* x, const A* scale, index_t C, index_t plane, A* mean, A* max) noexcept {
   constexpr index_t W = static_cast<index_t>(simd::width<A>), G = 8;
   const index_t vectors = plane / W * W;
-  const auto scaled = [&](index_t c, const auto& v) {
+  const auto scaled = [&](index_t c, const auto& v) noexcept {
     if constexpr (!Scaled)
       return v;
     else
@@ -72,7 +72,7 @@ inline void reduce_over_channels(const S* x, const A* scale, index_t C, index_t 
     // shorter one. With the count a run-time argument, gcc -O2 kept this lambda out of line and
     // reloaded its captures for every vector: a half CBAM's reductions took 1.7× their -O3 time
     // (docs/decisions.md).
-    const auto group = [&](auto group_rows) {
+    const auto group = [&](auto group_rows) noexcept {
       const index_t count = group_rows;
       for (index_t j = 0; j < vectors; j += W) {
         simd::batch<A> sum = scaled(c0, load_accumulated(rows + j)), top = sum;
@@ -128,7 +128,7 @@ inline void reduce_over_channels(const S* x, const A* scale, index_t C, index_t 
 template <bool Channel, bool Spatial, class S, class A = accumulator_t<S>>
 inline void gate_planes(const S* x, S* y, index_t C, index_t plane, const A* channel, const A* spatial) noexcept {
   constexpr index_t W = static_cast<index_t>(simd::width<A>);
-  const auto gated = [&](index_t c, const auto& v, index_t j) {
+  const auto gated = [&](index_t c, const auto& v, index_t j) noexcept {
     if constexpr (Channel && Spatial)
       return splat(v, channel[c]) * v * simd::load(spatial + j);
     else if constexpr (Channel)
@@ -161,7 +161,7 @@ namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE {
 template <class S>
 inline void plane_means(const S* x, index_t planes, index_t plane, accumulator_t<S>* means, bool last_first) noexcept {
   using A = accumulator_t<S>;
-  const auto mean = [&](index_t i) { means[i] = plane > 0 ? simd::sum(x + i * plane, plane) / A(plane) : A(0); };
+  const auto mean = [&](index_t i) noexcept { means[i] = plane > 0 ? simd::sum(x + i * plane, plane) / A(plane) : A(0); };
   if (last_first)
     for (index_t i = planes - 1; i >= 0; --i) mean(i);
   else

@@ -290,6 +290,10 @@ const LevelTables* tables_level_v4_bf16() noexcept;
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/simd/detail/kernel_table_entries.hpp"
 
+#if defined(HEED_DISPATCH_LEVEL_UNIT)
+// Only in a level's own translation unit: the table takes the address of every entry of every
+// storage type, so any other translation unit would instantiate them all (about 1 s of each
+// test's compile at -O2).
 namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE {
 
 /// This translation unit's level's tables (what heed/simd/dispatch_level.ipp hands out).
@@ -316,6 +320,7 @@ inline constexpr LevelTables level_tables = {
 };
 
 }  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE
+#endif
 
 #if defined(HEED_DISPATCH)
 

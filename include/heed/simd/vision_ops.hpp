@@ -161,7 +161,9 @@ namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE {
 template <class S>
 inline void plane_means(const S* x, index_t planes, index_t plane, accumulator_t<S>* means, bool last_first) noexcept {
   using A = accumulator_t<S>;
-  const auto mean = [&](index_t i) noexcept { means[i] = plane > 0 ? simd::sum(x + i * plane, plane) / A(plane) : A(0); };
+  const auto mean = [&](index_t i) noexcept {
+    means[i] = plane > 0 ? simd::sum(x + i * plane, plane) / A(plane) : A(0);
+  };
   if (last_first)
     for (index_t i = planes - 1; i >= 0; --i) mean(i);
   else

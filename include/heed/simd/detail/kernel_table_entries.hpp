@@ -37,7 +37,7 @@ inline void tile_scores_entry(index_t depth, const Storage* q, index_t ldq, inde
 // half_to_float) stayed out of line in the baseline level's object.
 template <class Storage>
 HEED_FLATTEN inline void row_scores_entry(index_t depth, const Storage* q, const Storage* k, index_t ldk, index_t nj,
-                             accumulator_t<Storage>* out, accumulator_t<Storage> scale) noexcept {
+                                          accumulator_t<Storage>* out, accumulator_t<Storage> scale) noexcept {
   simd::attention_row_scores(depth, q, k, ldk, nj, out, scale);
 }
 

@@ -47,6 +47,22 @@ TYPED_TEST(Conv2d, MatchesTheReferenceOverKernelsPaddingsAndStrides) {
         }
 }
 
+// No input channels (PyTorch allows them): every output is its channel's bias, at stride 1 (the
+// table's plane kernel) and 2.
+TYPED_TEST(Conv2d, NoInputChannelsGiveTheBias) {
+  using T = TypeParam;
+  const auto bias = heed::randn<T>({3}, 5);
+  for (const index_t stride : {index_t{1}, index_t{2}}) {
+    const auto got = heed::conv2d(Tensor<T, 4>({2, 0, 5, 6}), Tensor<T, 4>({3, 0, 3, 3}), bias.view(),
+                                  {.padding = 1, .stride = stride});
+    ASSERT_EQ(got.size(1), 3);
+    for (index_t b = 0; b < 2; ++b)
+      for (index_t c = 0; c < 3; ++c)
+        for (index_t i = 0; i < got.size(2); ++i)
+          for (index_t j = 0; j < got.size(3); ++j) ASSERT_EQ(got(b, c, i, j), bias(c)) << "stride " << stride;
+  }
+}
+
 TEST(Conv2dErrors, NameTheShapes) {
   const auto x = heed::randn<float>({1, 3, 5, 5}, 1);
   try {

@@ -177,11 +177,15 @@ inline constexpr index_t pack_a_slack = 16;
 template <class Storage>
 inline void pack_a_panel(const Storage* a, index_t lda, index_t mr, index_t kc, accumulator_t<Storage>* out,
                          generic_isa) noexcept {
+  // A partial panel is zeroed whole first, then its rows written. Zeroing rows mr..MR-1 column by
+  // column is a memset of a few values per column, which gcc's tuning for AMD Zen 3
+  // (-march=znver3) emits as `rep stosd`: packing a decoding step's one row took 4× as long as with
+  // generic tuning (docs/decisions.md, "Zen 3: -march=native slower than x86-64-v3").
   constexpr index_t MR = GemmTile<Storage>::mr;
-  for (index_t kk = 0; kk < kc; ++kk) {
+  if (mr < MR)  // a plain loop, not std::fill_n: a level object defines no std:: symbol of its own
+    for (index_t i = 0; i < kc * MR; ++i) out[i] = accumulator_t<Storage>(0);
+  for (index_t kk = 0; kk < kc; ++kk)
     for (index_t r = 0; r < mr; ++r) out[kk * MR + r] = widen(a[r * lda + kk]);
-    for (index_t r = mr; r < MR; ++r) out[kk * MR + r] = accumulator_t<Storage>(0);
-  }
 }
 
 #if defined(HEED_SIMD_AVX512)

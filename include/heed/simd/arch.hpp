@@ -175,6 +175,9 @@ using target_isa = avx2_isa;  ///< the target has AVX2 and FMA
 using target_isa = neon_isa;  ///< AArch64 with NEON (xsimd's neon64)
 #else
 using target_isa = generic_isa;  ///< neither
+#if (defined(__x86_64__) || defined(_M_X64)) && defined(__SSE2__) && !defined(__AVX__)
+#define HEED_SIMD_BASELINE_SSE2 1  // baseline x86-64 (to v2): xsimd's 4-float SSE batches
+#endif
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(HEED_ALLOW_BASELINE_ISA) && \
     !defined(HEED_DISPATCH_LEVEL_UNIT) && !defined(HEED_DISPATCH)
 // A user's build without -march=native (or x86-64-v3/v4) runs heed's kernels on SSE2, several

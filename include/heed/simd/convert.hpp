@@ -20,6 +20,9 @@
 #if defined(HEED_SIMD_AVX2) || defined(HEED_SIMD_AVX512)
 #include <immintrin.h>
 #endif
+#if defined(HEED_SIMD_BASELINE_SSE2)
+#include <emmintrin.h>
+#endif
 #if defined(HEED_SIMD_NEON)
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/simd/detail/neon_bits.hpp"
@@ -45,6 +48,16 @@ template <class Storage>
     return load(values);
   }
 }
+
+#if defined(HEED_SIMD_BASELINE_SSE2)
+/// 4 bfloat16 → 4 floats on baseline x86-64 (SSE2): each 16-bit pattern interleaved with a zero
+/// below it. Value by value, bfloat16 attention ran at 0.23× fp32 on this level.
+[[nodiscard]] inline batch<float> load_widened(const bfloat16* p, generic_isa) noexcept {
+  static_assert(width<float> == 4);
+  const __m128i four = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return batch<float>(_mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), four)));
+}
+#endif
 
 #if defined(HEED_SIMD_AVX2) && !defined(HEED_SIMD_AVX512)
 /// 8 bfloat16 → 8 floats: each 16-bit pattern becomes the top half of a 32-bit one.

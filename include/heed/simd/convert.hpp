@@ -51,11 +51,32 @@ template <class Storage>
 
 #if defined(HEED_SIMD_BASELINE_SSE2)
 /// 4 bfloat16 → 4 floats on baseline x86-64 (SSE2): each 16-bit pattern interleaved with a zero
-/// below it. Value by value, bfloat16 attention ran at 0.23× fp32 on this level.
+/// below it. Value by value, bfloat16 attention ran at 0.23× fp32 on this level (docs/decisions.md,
+/// "Every target at each level, on Zen 3").
 [[nodiscard]] inline batch<float> load_widened(const bfloat16* p, generic_isa) noexcept {
   static_assert(width<float> == 4);
   const __m128i four = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
   return batch<float>(_mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), four)));
+}
+
+/// 4 half → 4 floats on baseline x86-64 (no F16C): exponent and mantissa shifted into place and
+/// the exponent rebased (15 → 127; an infinity or NaN to 255); a zero or subnormal half as
+/// 2^-14 · (1 + m/1024) less 2^-14, a difference of normal floats, so exact even where the
+/// caller flushes subnormals (DAZ/FTZ); then the sign. Eigen's scalar conversion, four at a time.
+[[nodiscard]] inline batch<float> load_widened(const half* p, generic_isa) noexcept {
+  static_assert(width<float> == 4);
+  const __m128i h = _mm_unpacklo_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), _mm_setzero_si128());
+  const __m128i shifted_exp = _mm_set1_epi32(0x7c00 << 13);
+  __m128i o = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x7fff)), 13);
+  const __m128i exp = _mm_and_si128(o, shifted_exp);
+  o = _mm_add_epi32(o, _mm_set1_epi32((127 - 15) << 23));
+  o = _mm_add_epi32(o, _mm_and_si128(_mm_cmpeq_epi32(exp, shifted_exp), _mm_set1_epi32((128 - 16) << 23)));
+  const __m128i tiny = _mm_cmpeq_epi32(exp, _mm_setzero_si128());
+  const __m128 rebased = _mm_sub_ps(_mm_castsi128_ps(_mm_add_epi32(o, _mm_set1_epi32(1 << 23))),
+                                    _mm_castsi128_ps(_mm_set1_epi32(113 << 23)));
+  o = _mm_or_si128(_mm_and_si128(tiny, _mm_castps_si128(rebased)), _mm_andnot_si128(tiny, o));
+  o = _mm_or_si128(o, _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x8000)), 16));
+  return batch<float>(_mm_castsi128_ps(o));
 }
 #endif
 

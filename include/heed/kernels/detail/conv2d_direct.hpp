@@ -28,11 +28,11 @@ void conv2d_stride1(const TensorView<const T, 4>& x, const TensorView<const T, 4
     const index_t b = task / Cout, co = task % Cout;
     thread_local std::vector<T> padded;
     padded.assign(static_cast<std::size_t>(Cin * Hp * Wp), T(0));
-    // (w is contiguous, and may have no input channels: its co-th filter by offset, not w(co, 0, 0, 0))
     // input (iy, ix) lands at padded (iy + pad, ix + pad); Wp >= Wo + kw - 1 = W + 2·pad
     for (index_t ci = 0; ci < Cin; ++ci)
       for (index_t iy = 0; iy < H; ++iy)
         std::copy(&x(b, ci, iy, 0), &x(b, ci, iy, 0) + W, padded.data() + (ci * Hp + iy + pad) * Wp + pad);
+    // w is contiguous and may have no input channels: its co-th filter by offset, not &w(co, 0, 0, 0)
     kernels.conv2d_plane(padded.data(), Hp, Wp, w.data() + co * Cin * kh * kw, bias.empty() ? T(0) : bias(co), Cin, kh,
                          kw, &out(b, co, 0, 0), Ho, Wo);
   });

@@ -295,7 +295,8 @@ TYPED_TEST(VectorOps, ElementwiseAndFusedOps) {
     heed::simd::scale_into(T(-2), x.data(), scaled.data(), n);
     heed::simd::scaled_sum_max(T(0.5), x.data(), s2.data(), m2.data(), n);
     auto filled = y;
-    heed::simd::fill(filled.data() + 1, n > 1 ? n - 2 : 0, -std::numeric_limits<T>::infinity());
+    if (n > 1)  // data() + 1 of an empty vector would offset a null pointer
+      heed::simd::fill(filled.data() + 1, n - 2, -std::numeric_limits<T>::infinity());
     double td = 0;
     for (index_t i = 0; i < n; ++i) {
       EXPECT_EQ(sum[i], y[i] + x[i]);

@@ -354,9 +354,12 @@ template <class T>
 #if XSIMD_VERSION_MAJOR >= 9
   return xsimd::reduce_max(v);
 #else
+  // A loop, not std::max_element: a level's object must not define std's templates.
   alignas(64) T lanes[batch<T>::size];
   v.store_aligned(lanes);
-  return *std::max_element(lanes, lanes + batch<T>::size);
+  T largest = lanes[0];
+  for (std::size_t i = 1; i < batch<T>::size; ++i) largest = largest < lanes[i] ? lanes[i] : largest;
+  return largest;
 #endif
 }
 
@@ -374,10 +377,13 @@ template <class T>
   if constexpr (std::is_same_v<T, double>) {
     // xsimd's double exp converts x to int64 lane by lane where the target has no vector
     // conversion (SSE2, AVX2), which is undefined for ±inf (UBSan; found by
-    // tests/fuzz/fuzz_attention.cpp on a masked score). Clamped to ±800, past where exp rounds
-    // to 0 and overflows to inf, the results are the same; a NaN passes the clamp.
-    const batch<T> lo(T(-800)), hi(T(800));
-    return xsimd::exp(xsimd::select(x < lo, lo, xsimd::select(x > hi, hi, x)));
+    // tests/fuzz/fuzz_attention.cpp on a masked score) and for NaN (clang's UBSan,
+    // float-cast-overflow). Clamped to ±800, past where exp rounds to 0 and overflows to inf,
+    // the results are the same; a NaN lane is computed as 0 and put back after.
+    const batch<T> lo(T(-800)), hi(T(800)), zero(T(0));
+    const auto is_nan = x != x;
+    const batch<T> finite = xsimd::select(is_nan, zero, xsimd::select(x < lo, lo, xsimd::select(x > hi, hi, x)));
+    return xsimd::select(is_nan, x, xsimd::exp(finite));
   } else {
     return xsimd::exp(x);
   }

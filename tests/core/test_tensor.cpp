@@ -208,8 +208,8 @@ TEST(DefinedInputs, CopyFromAViewOfAnotherShapeIsAShapeError) {  // #46, defect 
 }
 
 // HEED_ASSERT (core/assert.hpp): a failed internal invariant aborts naming it in a debug build
-// (ci-sanitize), and costs nothing under NDEBUG (ci-gcc, ci-clang), where the condition is not
-// even evaluated.
+// (ci-sanitize), and costs nothing under NDEBUG (a release build of the tests), where the
+// condition is not even evaluated.
 TEST(Assert, AbortsInDebugBuildsAndVanishesUnderNDEBUG) {
   int evaluated = 0;
   [[maybe_unused]] const auto fails = [&] { return ++evaluated < 0; };

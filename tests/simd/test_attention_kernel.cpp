@@ -278,7 +278,7 @@ TEST(AttentionMicroKernel, PackKtPairsLaysPairsOutInPanels) {
 
 // The one-row kernels of the decode path: scores of one query row against nj keys (whole
 // vectors of keys, then four, then one; depths with and without a tail) and one row's P·V
-// (eight-vector chunks, single vectors, scalar columns), K and V in float and 16-bit.
+// (chunks of eight, four, two and one vectors, scalar columns), K and V in float and 16-bit.
 template <class TK>
 void check_row_kernels(index_t depth, index_t nj) {
   SCOPED_TRACE(testing::Message() << "depth " << depth << " keys " << nj << " " << sizeof(TK) * 8 << "-bit");
@@ -311,7 +311,7 @@ void check_row_kernels(index_t depth, index_t nj) {
 }
 
 TEST(AttentionRowKernels, EveryLengthInFloatAndSixteenBit) {
-  for (const index_t depth : {1, 7, 8, 16, 64, 80, 129})
+  for (const index_t depth : {1, 7, 8, 16, 48, 64, 80, 96, 129})
     for (const index_t nj : {1, 3, 4, 5, 15, 16, 17, 37, 128}) {
       check_row_kernels<float>(depth, nj);
       check_row_kernels<heed::bfloat16>(depth, nj);

@@ -145,31 +145,48 @@ inline void attention_row_scores(index_t depth, const TQ* q, const TK* k, index_
   }
 }
 
+/// attention_row_pv's columns [c0, c0 + N·W): N vectors of o held in registers while V's nj rows
+/// stream past.
+template <index_t N, class Acc, class TV>
+HEED_ALWAYS_INLINE void attention_row_pv_columns(index_t nj, const Acc* p, const TV* v, index_t ldv, Acc* o,
+                                                 const Acc* c_scale, index_t c0) noexcept {
+  constexpr index_t W = static_cast<index_t>(width<Acc>);
+  batch<Acc> acc[N];
+  HEED_UNROLL(8)  // fully, here and below: the accumulators stay in registers at -O2 too
+  for (index_t r = 0; r < N; ++r) acc[r] = c_scale ? load(o + c0 + r * W) * broadcast(*c_scale) : broadcast(Acc(0));
+  for (index_t j = 0; j < nj; ++j) {
+    const batch<Acc> pj = broadcast(p[j]);
+    const TV* row = v + j * ldv + c0;
+    HEED_UNROLL(8)
+    for (index_t r = 0; r < N; ++r) acc[r] = fma(pj, load_widened(row + r * W), acc[r]);
+  }
+  HEED_UNROLL(8)
+  for (index_t r = 0; r < N; ++r) store(o + c0 + r * W, acc[r]);
+}
+
 /// o[c] = (c_scale ? *c_scale · o[c] : 0) + Σ_{j < nj} p[j] · v[j · ldv + c] for c < dv: one query
-/// row's P·V, eight vectors of columns at a time held in registers while V's rows stream past.
+/// row's P·V, up to eight vectors of columns at a time held in registers while V's rows stream
+/// past, so that V is read once for a head of 8·W columns or fewer (d = 64 is 4 vectors on
+/// AVX-512: one vector at a time, V was read four times and decoding ran 10% slower at v4 than
+/// at v3; docs/decisions.md, "Every target at each level, on an Intel Xeon"). Each column sums
+/// its rows in the same order whatever the chunk.
 template <class Acc, class TV>
 inline void attention_row_pv(index_t nj, const Acc* p, const TV* v, index_t ldv, index_t dv, Acc* o,
                              const Acc* c_scale) noexcept {
-  constexpr index_t W = static_cast<index_t>(width<Acc>), CH = 8;
-  const batch<Acc> zero = broadcast(Acc(0));
+  constexpr index_t W = static_cast<index_t>(width<Acc>);
   index_t c0 = 0;
-  for (; c0 + CH * W <= dv; c0 += CH * W) {
-    batch<Acc> acc[CH];
-    HEED_UNROLL(8)  // fully, here and below: the accumulators stay in registers at -O2 too
-    for (index_t r = 0; r < CH; ++r) acc[r] = c_scale ? load(o + c0 + r * W) * broadcast(*c_scale) : zero;
-    for (index_t j = 0; j < nj; ++j) {
-      const batch<Acc> pj = broadcast(p[j]);
-      const TV* row = v + j * ldv + c0;
-      HEED_UNROLL(8)
-      for (index_t r = 0; r < CH; ++r) acc[r] = fma(pj, load_widened(row + r * W), acc[r]);
-    }
-    HEED_UNROLL(8)
-    for (index_t r = 0; r < CH; ++r) store(o + c0 + r * W, acc[r]);
+  for (; c0 + 8 * W <= dv; c0 += 8 * W) attention_row_pv_columns<8>(nj, p, v, ldv, o, c_scale, c0);
+  if (c0 + 4 * W <= dv) {
+    attention_row_pv_columns<4>(nj, p, v, ldv, o, c_scale, c0);
+    c0 += 4 * W;
   }
-  for (; c0 + W <= dv; c0 += W) {
-    batch<Acc> acc = c_scale ? load(o + c0) * broadcast(*c_scale) : zero;
-    for (index_t j = 0; j < nj; ++j) acc = fma(broadcast(p[j]), load_widened(v + j * ldv + c0), acc);
-    store(o + c0, acc);
+  if (c0 + 2 * W <= dv) {
+    attention_row_pv_columns<2>(nj, p, v, ldv, o, c_scale, c0);
+    c0 += 2 * W;
+  }
+  if (c0 + W <= dv) {
+    attention_row_pv_columns<1>(nj, p, v, ldv, o, c_scale, c0);
+    c0 += W;
   }
   for (; c0 < dv; ++c0) {
     Acc sum = c_scale ? *c_scale * o[c0] : Acc(0);

@@ -20,7 +20,7 @@ class HeedConan(ConanFile):
     topics = ("attention", "transformer", "tensor", "header-only", "simd")
     package_type = "header-library"
     settings = "os", "arch", "compiler", "build_type"
-    exports_sources = "include/*", "LICENSE"
+    exports_sources = "include/*", "cmake/heedDispatch.cmake", "LICENSE"
     no_copy_source = True
 
     def set_version(self):
@@ -49,6 +49,10 @@ class HeedConan(ConanFile):
     def package(self):
         copy(self, "LICENSE", self.source_folder, os.path.join(self.package_folder, "licenses"))
         copy(self, "*.hpp", os.path.join(self.source_folder, "include"), os.path.join(self.package_folder, "include"))
+        # what heed_dispatch's translation units include
+        copy(self, "*.ipp", os.path.join(self.source_folder, "include"), os.path.join(self.package_folder, "include"))
+        copy(self, "heedDispatch.cmake", os.path.join(self.source_folder, "cmake"),
+             os.path.join(self.package_folder, "share", "cmake", "heed"))
 
     def package_info(self):
         self.cpp_info.bindirs = []
@@ -58,3 +62,6 @@ class HeedConan(ConanFile):
         self.cpp_info.set_property("cmake_target_name", "heed::heed")
         self.cpp_info.set_property("pkg_config_name", "heed")
         self.cpp_info.requires = ["eigen::eigen", "xsimd::xsimd"]
+        # heed_dispatch(<target>), as heedConfig.cmake gives it to find_package(heed) users:
+        # CMakeDeps writes a config of its own and includes this module from it
+        self.cpp_info.set_property("cmake_build_modules", [os.path.join("share", "cmake", "heed", "heedDispatch.cmake")])

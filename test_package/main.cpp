@@ -13,5 +13,6 @@ int main() {
   std::printf("heed %d.%d.%d from Conan (kernels %s, this CPU's best %s): attention weights row sum %.6f\n",
               HEED_VERSION_MAJOR, HEED_VERSION_MINOR, HEED_VERSION_PATCH, heed::to_string(cpu.kernels).data(),
               heed::to_string(cpu.best).data(), static_cast<double>(total));
-  return std::abs(total - 1.0f) < 1e-5f ? 0 : 1;
+  // heed_dispatch(test_package): the kernels run at the CPU's best level, whatever -march
+  return std::abs(total - 1.0f) < 1e-5f && cpu.kernels == cpu.best ? 0 : 1;
 }

@@ -358,7 +358,9 @@ template <class T>
   alignas(64) T lanes[batch<T>::size];
   v.store_aligned(lanes);
   T largest = lanes[0];
-  for (std::size_t i = 1; i < batch<T>::size; ++i) largest = largest < lanes[i] ? lanes[i] : largest;
+  for (std::size_t i = 1; i < batch<T>::size; ++i) {
+    if (largest < lanes[i]) largest = lanes[i];
+  }
   return largest;
 #endif
 }
@@ -382,8 +384,8 @@ template <class T>
     // the results are the same; a NaN lane is computed as 0 and put back after.
     const batch<T> lo(T(-800)), hi(T(800)), zero(T(0));
     const auto is_nan = x != x;
-    const batch<T> finite = xsimd::select(is_nan, zero, xsimd::select(x < lo, lo, xsimd::select(x > hi, hi, x)));
-    return xsimd::select(is_nan, x, xsimd::exp(finite));
+    const batch<T> clamped = xsimd::select(x < lo, lo, xsimd::select(x > hi, hi, x));
+    return xsimd::select(is_nan, x, xsimd::exp(xsimd::select(is_nan, zero, clamped)));
   } else {
     return xsimd::exp(x);
   }

@@ -151,9 +151,10 @@ template <index_t N, class Acc, class TV>
 HEED_ALWAYS_INLINE void attention_row_pv_columns(index_t nj, const Acc* p, const TV* v, index_t ldv, Acc* o,
                                                  const Acc* c_scale, index_t c0) noexcept {
   constexpr index_t W = static_cast<index_t>(width<Acc>);
+  const batch<Acc> zero = broadcast(Acc(0));
   batch<Acc> acc[static_cast<std::size_t>(N)];
   HEED_UNROLL(8)  // fully, here and below: the accumulators stay in registers at -O2 too
-  for (index_t r = 0; r < N; ++r) acc[r] = c_scale ? load(o + c0 + r * W) * broadcast(*c_scale) : broadcast(Acc(0));
+  for (index_t r = 0; r < N; ++r) acc[r] = c_scale ? load(o + c0 + r * W) * broadcast(*c_scale) : zero;
   for (index_t j = 0; j < nj; ++j) {
     const batch<Acc> pj = broadcast(p[j]);
     const TV* row = v + j * ldv + c0;

@@ -62,6 +62,8 @@ class HeedConan(ConanFile):
         self.cpp_info.set_property("cmake_target_name", "heed::heed")
         self.cpp_info.set_property("pkg_config_name", "heed")
         self.cpp_info.requires = ["eigen::eigen", "xsimd::xsimd"]
+        if self.settings.os in ["Linux", "FreeBSD"]:
+            self.cpp_info.system_libs = ["pthread"]  # heed's worker team is std::threads
         # heed_dispatch(<target>), as heedConfig.cmake gives it to find_package(heed) users:
         # CMakeDeps writes a config of its own and includes this module from it
         self.cpp_info.set_property("cmake_build_modules", [os.path.join("share", "cmake", "heed", "heedDispatch.cmake")])

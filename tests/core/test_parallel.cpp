@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "heed/core/parallel.hpp"
@@ -48,6 +53,95 @@ TEST(ParallelFor, EmptyRangeDoesNothing) {
   int calls = 0;
   heed::parallel_for(0, 2, [&](heed::index_t, int) { ++calls; });
   EXPECT_EQ(calls, 0);
+}
+
+}  // namespace
+
+namespace {
+
+// Whether two workers of one parallel_for ran at the same time: each waits (a few seconds at
+// most) for the other to arrive.
+bool two_workers_meet() {
+  std::atomic<int> arrived{0};
+  std::atomic<bool> met{true};
+  heed::parallel_for(2, 2, [&](heed::index_t, int) {
+    arrived.fetch_add(1);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (arrived.load() < 2) {
+      if (std::chrono::steady_clock::now() > until) {
+        met = false;
+        return;
+      }
+      std::this_thread::yield();
+    }
+  });
+  return met.load();
+}
+
+TEST(ParallelFor, TwoThreadsRunAtOnceWithOrWithoutOpenMP) {
+  // heed's own team (or OpenMP's) runs the shares on two threads even on one CPU
+  EXPECT_TRUE(two_workers_meet());
+}
+
+TEST(ParallelFor, DefaultIsEveryCpuOfTheProcess) {
+  // without set_num_threads, OMP_NUM_THREADS or OpenMP's own default, as many workers as CPUs
+  // the process may run on; OpenMP builds report OpenMP's default, the others the same number
+  heed::set_num_threads(0);
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) {  // NOLINT(concurrency-mt-unsafe)
+    EXPECT_EQ(heed::num_threads(), heed::detail::available_cpus());
+  }
+  EXPECT_GE(heed::detail::available_cpus(), 1);
+}
+
+TEST(ParallelFor, ANestedLoopRunsOnItsWorkerAlone) {
+  std::vector<std::atomic<int>> hits(8 * 50);
+  std::atomic<int> nested_workers_not_zero{0};
+  std::set<std::thread::id> outer_threads;
+  std::mutex lock;
+  heed::parallel_for(8, 4, [&](heed::index_t i, int) {
+    {
+      const std::lock_guard guard(lock);
+      outer_threads.insert(std::this_thread::get_id());
+    }
+    const auto self = std::this_thread::get_id();
+    heed::parallel_for(50, 4, [&](heed::index_t j, int worker) {
+      if (worker != 0 || std::this_thread::get_id() != self) nested_workers_not_zero++;
+      hits[static_cast<std::size_t>(i * 50 + j)]++;
+    });
+  });
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  EXPECT_EQ(nested_workers_not_zero.load(), 0);
+  EXPECT_GE(outer_threads.size(), 1U);
+}
+
+TEST(ParallelFor, ManyCallerThreadsShareTheTeam) {
+  // 8 threads each run parallel loops at once: one of them has the team, the others run
+  // alone; every loop visits each of its indices once
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 8; ++t)
+    callers.emplace_back([&] {
+      for (int call = 0; call < 50; ++call) {
+        std::vector<int> hits(97, 0);
+        std::mutex lock;
+        heed::parallel_for(97, 3, [&](heed::index_t i, int worker) {
+          if (worker < 0 || worker >= 3) wrong++;
+          const std::lock_guard guard(lock);
+          hits[static_cast<std::size_t>(i)]++;
+        });
+        for (int h : hits)
+          if (h != 1) wrong++;
+      }
+    });
+  for (auto& caller : callers) caller.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(ParallelFor, ShortLoopsOneAfterAnother) {
+  // a decoder step's pattern: many short loops in a row, the workers hot between them
+  std::atomic<long> sum{0};
+  for (int call = 0; call < 2000; ++call) heed::parallel_for(4, 2, [&](heed::index_t i, int) { sum += i; });
+  EXPECT_EQ(sum.load(), 2000L * 6);
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 #pragma once
-// parallel_for over an index range. With OpenMP (configure with HEED_OPENMP=ON, or compile
-// with -fopenmp) the iterations are spread over threads with dynamic scheduling, because
-// attention tiles differ in cost (a causal mask blocks more tiles in the early rows); without
-// it the loop runs serially. Each call hands the body the index of the worker running it, so
-// callers can give every worker its own scratch buffers.
+// parallel_for over an index range. The iterations are spread over workers with dynamic
+// scheduling (each worker takes the next index when it is done with one), because attention
+// tiles differ in cost (a causal mask blocks more tiles in the early rows). The workers are
+// the program's executor's (heed/core/executor.hpp) when it set one, else OpenMP's where heed
+// is built with it (HEED_OPENMP=ON, or -fopenmp), else heed's own worker team. Each call hands
+// the body the index of the worker running it, so callers can give every worker its own
+// scratch buffers.
 
 #include <algorithm>
+#include <atomic>
 
 #include <Eigen/Core>
 
@@ -25,13 +28,19 @@ namespace heed {
 /// num_threads) means this many.
 inline constexpr int max_threads = 1024;
 
-/// How many workers parallel_for uses when a call does not say (1 without OpenMP).
+/// How many workers parallel_for uses when a call does not say: set_num_threads's number;
+/// else OpenMP's default where heed is built with OpenMP; else the executor's concurrency
+/// where the program set one; else OMP_NUM_THREADS, or the CPUs this process may run on.
 [[nodiscard]] inline int num_threads() noexcept {
-#if defined(_OPENMP)
   const int chosen = detail::thread_setting().load(std::memory_order_relaxed);
-  return chosen > 0 ? chosen : omp_get_max_threads();
+  if (chosen > 0) return chosen;
+#if defined(_OPENMP)
+  return omp_get_max_threads();
 #else
-  return 1;
+  if (detail::executor_slot().set.load(std::memory_order_acquire)) {
+    if (const std::shared_ptr<Executor> executor = current_executor()) return std::max(1, executor->concurrency());
+  }
+  return detail::default_threads(max_threads);
 #endif
 }
 
@@ -48,13 +57,21 @@ inline void set_num_threads(int n) noexcept {
 template <class Body>
 void parallel_for(index_t n, int threads, Body&& body) {
   threads = threads <= 0 ? num_threads() : std::min(threads, max_threads);
+  if (threads > 1 && n > 1 && !detail::in_parallel_job()) {
 #if defined(_OPENMP)
-  if (threads > 1 && n > 1) {
+    if (!detail::executor_slot().set.load(std::memory_order_acquire)) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (index_t i = 0; i < n; ++i) body(i, omp_get_thread_num());
+      for (index_t i = 0; i < n; ++i) body(i, omp_get_thread_num());
+      return;
+    }
+#endif
+    std::atomic<index_t> next{0};
+    auto job = [&](int worker, int) {
+      for (index_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) body(i, worker);
+    };
+    detail::run_workers(static_cast<int>(std::min<index_t>(threads, n)), job);
     return;
   }
-#endif
   for (index_t i = 0; i < n; ++i) body(i, 0);
 }
 

@@ -34,7 +34,7 @@ namespace heed::detail {
 inline constexpr index_t decode_max_rows = 16;     // Lq up to this...
 inline constexpr index_t decode_min_keys = 512;    // ...and Lk from this take the decode path
 inline constexpr index_t decode_block_k = 128;     // keys per tile: a float K tile of d = 64 fits L1
-inline constexpr index_t decode_split_keys = 512;  // fewest keys per range when splitting
+inline constexpr index_t decode_split_keys = 512;  // keys per range
 
 template <class Acc>
 struct DecodeScratch {
@@ -63,11 +63,9 @@ void attention_decode(const TensorView<Storage, 4>& out, const TensorView<const 
   const index_t B = out.size(0), H = out.size(1), Lq = out.size(2), dv = out.size(3);
   const index_t Hkv = v.size(1), Lk = v.size(2), G = H / Hkv, R = G * Lq;
   const index_t k_tiles = (Lk + bk - 1) / bk, groups = B * Hkv;
-  // Enough ranges for two tasks per worker, none shorter than decode_split_keys.
-  const index_t most = std::max<index_t>(1, Lk / decode_split_keys);
-  const index_t wanted = threads > 1 ? (2 * threads + groups - 1) / groups : 1;
-  const index_t split = std::clamp(wanted, index_t{1}, most);
-  const index_t per_range = (k_tiles + split - 1) / split;
+  // Ranges of decode_split_keys keys, whatever the worker count: a row's sums then run in the
+  // same order on one worker as on eight, and the output is the same to the bit.
+  const index_t per_range = std::max<index_t>(1, decode_split_keys / bk);
   const index_t ranges = (k_tiles + per_range - 1) / per_range;
   // Per (group, range): R rows of [m, l, O (dv)], merged after the tasks; one range writes out
   // directly.

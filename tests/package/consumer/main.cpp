@@ -1,9 +1,12 @@
 // Uses heed the way a user's program does: one include, a few calls, a checked answer.
 #include <heed/heed.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 int main() {
   const auto x = heed::randn<float>({2, 5}, 1);
@@ -15,8 +18,20 @@ int main() {
 #ifdef _OPENMP
   std::printf("OpenMP: on (heed::heed carries it)\n");
 #else
-  std::printf("OpenMP: off\n");
+  std::printf("OpenMP: off (heed's own threads)\n");
 #endif
+  // with or without OpenMP, the two shares of a parallel loop run at once: each waits (5 s at
+  // most) for the other
+  std::atomic<int> arrived{0};
+  std::atomic<bool> met{true};
+  heed::parallel_for(2, 2, [&](heed::index_t, int) {
+    arrived.fetch_add(1);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (arrived.load() < 2 && met.load())
+      if (std::chrono::steady_clock::now() > until) met = false;
+  });
+  std::printf("threads: %d by default, two workers %s\n", heed::num_threads(), met ? "met" : "never met");
+  if (!met) return 1;
 #ifdef HEED_DISPATCH
   // built with heed_dispatch: the attention kernels run at the CPU's best level, whatever -march
   const heed::CpuInfo cpu = heed::cpu_info();

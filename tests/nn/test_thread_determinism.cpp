@@ -1,6 +1,6 @@
 // "Deterministic" (docs/design.md, Threads): every output is bit for bit the same on 1, 2 and 8
 // workers and on a program's executor, over attention (prefill with weights, decode, bfloat16),
-// the GEMM behind Linear, the encoder, a decoder's cached steps, and CBAM. Each worker's share
+// the GEMM (Linear, and split into column chunks), the encoder, a decoder's cached steps, and CBAM. Each worker's share
 // depends on the work, never on the worker count: a tile or a row block is computed the same
 // way whoever computes it. The preset `tsan` runs this file under ThreadSanitizer.
 #include <gtest/gtest.h>
@@ -15,6 +15,7 @@
 #include "heed/core/executor.hpp"
 #include "heed/core/random.hpp"
 #include "heed/kernels/attention.hpp"
+#include "heed/kernels/gemm.hpp"
 #include "heed/nn/linear.hpp"
 #include "heed/nn/transformer_decoder.hpp"
 #include "heed/nn/transformer_encoder.hpp"
@@ -100,6 +101,34 @@ TEST(ThreadDeterminism, LinearEncoderAndCbam) {
     append(out, linear(x));
     append(out, encoder(tokens, {.is_causal = true}));
     append(out, cbam(image));
+    return out;
+  });
+}
+
+// Few row blocks, so that the workers split each into column chunks: with an addend, bias and
+// ReLU in float, and in 16-bit storage, whose chunks start from the addend and round their own
+// columns.
+template <class Storage>
+Bits gemm_with_addend_bias_relu(index_t m, index_t n, index_t k) {
+  const auto a = heed::cast<Storage>(heed::randn<float>({m, k}, 20));
+  const auto w = heed::cast<Storage>(heed::randn<float>({n, k}, 21));
+  const auto bias = heed::cast<Storage>(heed::randn<float>({n}, 22));
+  const auto addend = heed::cast<Storage>(heed::randn<float>({m, n}, 23));
+  const heed::PackedMatrix<Storage> packed(w.data(), n, k, bias.data());
+  Tensor<Storage, 2> c({m, n});
+  heed::gemm_nt(a.data(), k, m, packed, c.data(), n, {.addend = addend.data(), .ld_addend = n, .relu = true});
+  Bits out;
+  append(out, c);
+  return out;
+}
+
+TEST(ThreadDeterminism, GemmSplitIntoColumnChunks) {
+  expect_the_same_on_any_workers([] {
+    Bits out = gemm_with_addend_bias_relu<float>(200, 333, 70);
+    const Bits b = gemm_with_addend_bias_relu<heed::bfloat16>(150, 300, 64);
+    const Bits h = gemm_with_addend_bias_relu<heed::half>(100, 129, 20);
+    out.insert(out.end(), b.begin(), b.end());
+    out.insert(out.end(), h.begin(), h.end());
     return out;
   });
 }

@@ -33,6 +33,17 @@ T* packed_a_buffer(index_t rows, index_t kc) {
   return packed.data();
 }
 
+// How many of W's panels one task takes of a row block of C: all where the row blocks alone keep
+// `threads` workers busy; fewer where they are few (a prefill of 256 rows is 3 blocks of 96, which
+// two workers would share 2 : 1), for about four tasks per worker, and never fewer than
+// min_chunk_panels, so that packing the A block again costs little. A chunk's columns are
+// computed exactly as in the whole row block: the split changes no bit.
+[[nodiscard]] inline index_t gemm_chunk_panels(index_t row_blocks, index_t panels, int threads) noexcept {
+  constexpr index_t min_chunk_panels = 4, tasks_per_worker = 4;
+  const index_t chunks = threads <= 1 ? 1 : (tasks_per_worker * threads + row_blocks - 1) / row_blocks;
+  return std::max({index_t{1}, min_chunk_panels, (panels + chunks - 1) / chunks});
+}
+
 // gemm_nt for float and double with one row of A (a decoding step): the workers share W's
 // panels (the one row block would give all the work to one of them), and each panel runs on the
 // single-row kernel.
@@ -73,8 +84,12 @@ void gemm_nt_native(const Storage* a, index_t lda, index_t m, const Packed& w, S
   const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC;
   const int threads = options.threads > 0 ? options.threads : num_threads();
   if (m == 1) return gemm_nt_row(a, w, c, options, epilogue, threads);
-  parallel_for(row_blocks, static_cast<int>(std::min<index_t>(threads, row_blocks)), [&](index_t block, int) {
+  const index_t per_chunk = gemm_chunk_panels(row_blocks, panels, threads);
+  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = row_blocks * chunks;
+  parallel_for(tasks, static_cast<int>(std::min<index_t>(threads, tasks)), [&](index_t task, int) {
     Storage* packed = packed_a_buffer<Storage>(MC, KC);
+    const index_t block = task / chunks, p_begin = (task % chunks) * per_chunk;
+    const index_t p_end = std::min(panels, p_begin + per_chunk);
     const index_t i0 = block * MC, mc = std::min(MC, m - i0);
     for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
       const index_t kc = std::min(KC, k - k0);
@@ -83,10 +98,10 @@ void gemm_nt_native(const Storage* a, index_t lda, index_t m, const Packed& w, S
       // what the first k block adds to: the addend, C itself, or nothing; later blocks add to C
       const Storage* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
       const index_t lds = src == c ? ldc : options.ld_addend;
-      for (index_t p = 0; p < panels; ++p) {
+      for (index_t p = p_begin; p < p_end; ++p) {
         const index_t n_valid = std::min(NR, n - p * NR);
         Storage* block_c = c + i0 * ldc + p * NR;
-        kernels.panel(kc, packed, mc, w.panel(p, k0), p + 1 < panels ? w.panel(p + 1, k0) : nullptr, kc * NR, block_c,
+        kernels.panel(kc, packed, mc, w.panel(p, k0), p + 1 < p_end ? w.panel(p + 1, k0) : nullptr, kc * NR, block_c,
                       ldc, src ? src + i0 * lds + p * NR : nullptr, lds, last ? w.bias(p) : nullptr,
                       last && options.relu, n_valid);
         if constexpr (!std::is_same_v<Epilogue, NoEpilogue>)
@@ -162,14 +177,19 @@ void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, 
   const index_t ld_init = options.addend ? options.ld_addend : ldc;
   constexpr bool pairs = Pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
   using PackedA = std::conditional_t<pairs, Storage, Acc>;
-  parallel_for(row_blocks, static_cast<int>(std::min<index_t>(threads, row_blocks)), [&](index_t block, int) {
+  const index_t per_chunk = gemm_chunk_panels(row_blocks, panels, threads);
+  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = row_blocks * chunks;
+  parallel_for(tasks, static_cast<int>(std::min<index_t>(threads, tasks)), [&](index_t task, int) {
     PackedA* packed = packed_a_buffer<PackedA>(MC, KC);
     thread_local std::vector<Acc> scratch;
     if (scratch.size() < static_cast<std::size_t>(MC * ld)) scratch.resize(static_cast<std::size_t>(MC * ld));
+    const index_t block = task / chunks, p_begin = (task % chunks) * per_chunk;
+    const index_t p_end = std::min(panels, p_begin + per_chunk);
     const index_t i0 = block * MC, mc = std::min(MC, m - i0);
+    const index_t j0 = p_begin * NR, width = std::min(n, p_end * NR) - j0;  // this task's columns
     if (init)
       for (index_t r = 0; r < mc; ++r)
-        for (index_t j = 0; j < n; ++j)
+        for (index_t j = j0; j < j0 + width; ++j)
           scratch[std::size_t(r * ld + j)] = static_cast<Acc>(init[(i0 + r) * ld_init + j]);
     for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
       const index_t kc = std::min(KC, k - k0);
@@ -180,8 +200,8 @@ void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, 
         kernels.pack_a(a + i0 * lda + k0, lda, mc, kc, packed);
       const bool last = k0 + KC >= k;
       const bool add = k0 > 0 || init;
-      for (index_t p = 0; p < panels; ++p) {
-        const Storage* next = p + 1 < panels ? w.panel(p + 1, k0) : nullptr;
+      for (index_t p = p_begin; p < p_end; ++p) {
+        const Storage* next = p + 1 < p_end ? w.panel(p + 1, k0) : nullptr;
         Acc* tile = scratch.data() + p * NR;
         const Acc* bias = last ? w.bias(p) : nullptr;
         const index_t n_valid = std::min(NR, n - p * NR);
@@ -195,9 +215,9 @@ void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, 
       if (k == 0) break;
     }
     for (index_t r = 0; r < mc; ++r) {
-      Acc* row = scratch.data() + r * ld;
-      if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) epilogue(row, index_t(0), n);
-      kernels.narrow(row, c + (i0 + r) * ldc, n);
+      Acc* row = scratch.data() + r * ld + j0;
+      if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) epilogue(row, j0, width);
+      kernels.narrow(row, c + (i0 + r) * ldc + j0, width);
     }
   });
 }

@@ -79,7 +79,9 @@ class TiledAttention {
         bk_(bk),
         q_tiles_((Lq_ + bq - 1) / bq),
         k_tiles_((Lk_ + bk - 1) / bk),
-        span_tiles_(std::clamp<index_t>(max_span_keys / bk, 1, max_span_tiles)),
+        // no wider than the call's keys: a decoding step's scratch is then a row of them
+        span_tiles_(
+            std::max<index_t>(1, std::min(k_tiles_, std::clamp<index_t>(max_span_keys / bk, 1, max_span_tiles)))),
         ld_(span_tiles_ * bk),
         with_weights_(!weights.empty()),
         groups_(out.size(0) * Hkv_),
@@ -95,7 +97,7 @@ class TiledAttention {
         // past the L3, each query tile asks ahead for the key tiles its worker's next one adds
         look_ahead_(scorer.packed_bytes() > 0 &&
                     scorer.packed_bytes() + Lk_ * dv_ * index_t{sizeof(Storage)} >= look_ahead_bytes),
-        scratch_(threads, bq, ld_, dv_, k_tiles_, with_weights_) {
+        scratch_(threads, std::min(bq, Lq_), ld_, dv_, k_tiles_, with_weights_) {
     values_.reserve(chunk_);
   }
 

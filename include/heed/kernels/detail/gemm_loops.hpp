@@ -44,6 +44,18 @@ T* packed_a_buffer(index_t rows, index_t kc) {
   return std::max({index_t{1}, min_chunk_panels, (panels + chunks - 1) / chunks});
 }
 
+// The one row of A of a decoding step's GEMV, packed for the single-row kernels once per call,
+// every k block of it (block b at b · MR · KC), on the calling thread: the tasks that share W's
+// panels then all read it, instead of each packing it again. Returns the caller's buffer.
+template <class Packed, class Storage, class Pack>
+Packed* pack_row_blocks(const Storage* a, index_t k, index_t MR, index_t KC, const Pack& pack) {
+  const index_t blocks = std::max<index_t>(1, (k + KC - 1) / KC);
+  Packed* packed = packed_a_buffer<Packed>(MR, blocks * KC);
+  // in order: a block's spill past its end (pack_a_slack) lands in the next, packed after it
+  for (index_t b = 0; b * KC < k; ++b) pack(a + b * KC, std::min(KC, k - b * KC), packed + b * MR * KC);
+  return packed;
+}
+
 // gemm_nt for float and double with one row of A (a decoding step): the workers share W's
 // panels (the one row block would give all the work to one of them), and each panel runs on the
 // single-row kernel.
@@ -54,12 +66,13 @@ void gemm_nt_row(const Storage* a, const Packed& w, Storage* c, const Options& o
   const index_t MR = kernels.mr, NR = kernels.nr, KC = kernels.kc;
   constexpr index_t chunk = 4;  // panels per task: 4 · NR columns of C
   const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR, chunks = (panels + chunk - 1) / chunk;
+  const Storage* const packed_row = pack_row_blocks<Storage>(
+      a, k, MR, KC, [&](const Storage* from, index_t kc, Storage* to) { kernels.pack_a(from, k, index_t{1}, kc, to); });
   parallel_for(chunks, static_cast<int>(std::min<index_t>(threads, chunks)), [&](index_t task, int) {
-    Storage* packed = packed_a_buffer<Storage>(MR, KC);
     const index_t p_end = std::min(panels, (task + 1) * chunk);
     for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
       const index_t kc = std::min(KC, k - k0);
-      kernels.pack_a(a + k0, k, index_t{1}, kc, packed);
+      const Storage* packed = packed_row + (k0 / KC) * MR * KC;
       const bool last = k0 + KC >= k;
       const Storage* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
       for (index_t p = task * chunk; p < p_end; ++p) {
@@ -129,8 +142,14 @@ void gemm_nt_widened_row(const Storage* a, const Packed& w, Storage* c, const Op
   const Storage* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
   constexpr bool pairs = Pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
   using PackedA = std::conditional_t<pairs, Storage, Acc>;
+  const PackedA* const packed_row =
+      pack_row_blocks<PackedA>(a, k, MR, KC, [&](const Storage* from, index_t kc, PackedA* to) {
+        if constexpr (pairs)
+          kernels.pack_a_pairs(from, k, index_t{1}, kc, to);
+        else
+          kernels.pack_a(from, k, index_t{1}, kc, to);
+      });
   parallel_for(chunks, static_cast<int>(std::min<index_t>(threads, chunks)), [&](index_t task, int) {
-    PackedA* packed = packed_a_buffer<PackedA>(MR, KC);
     thread_local std::vector<Acc> row;
     if (row.size() < static_cast<std::size_t>(chunk * NR)) row.resize(static_cast<std::size_t>(chunk * NR));
     const index_t p0 = task * chunk, p_end = std::min(panels, p0 + chunk), j0 = p0 * NR;
@@ -140,15 +159,14 @@ void gemm_nt_widened_row(const Storage* a, const Packed& w, Storage* c, const Op
     for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
       const index_t kc = std::min(KC, k - k0);
       const bool last = k0 + KC >= k, add = k0 > 0 || init;
+      const PackedA* packed = packed_row + (k0 / KC) * MR * KC;
       if constexpr (pairs) {
-        kernels.pack_a_pairs(a + k0, k, index_t{1}, kc, packed);
         for (index_t p = p0; p < p_end; ++p) {
           Acc* tile = row.data() + (p - p0) * NR;
           kernels.pair_row(simd::pair_depth(kc), packed, w.panel(p, k0), tile, add ? tile : nullptr,
                            last ? w.bias(p) : nullptr, last && options.relu, std::min(NR, n - p * NR));
         }
       } else {
-        kernels.pack_a(a + k0, k, index_t{1}, kc, packed);
         for (index_t p = p0; p < p_end; ++p) {
           Acc* tile = row.data() + (p - p0) * NR;
           kernels.row(kc, packed, w.panel(p, k0), tile, add ? tile : nullptr, last ? w.bias(p) : nullptr,

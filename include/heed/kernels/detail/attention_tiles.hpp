@@ -29,6 +29,7 @@ namespace heed::detail {
 
 inline constexpr index_t pack_budget_bytes = index_t{8} << 20;  // packed K (and V) per chunk of heads
 inline constexpr index_t look_ahead_bytes = index_t{8} << 20;   // a head's K and V from this size on: LookAhead
+inline constexpr index_t attention_serial_work = 64 * 1024;     // multiply-adds below which one worker runs
 
 // The tiled loop. For each (batch, head, query tile), in parallel:
 //     m = -inf, l = 0, O = 0                       running max, running sum, accumulator
@@ -299,7 +300,13 @@ void attention_tiles(const TensorView<Storage, 4>& out, const TensorView<Storage
                      const AttentionOptions& options) {
   static_assert(check_scorer<Scorer, accumulator_t<Storage>>());
   const index_t Lq = out.size(2), Lk = v.size(2);
-  const int threads = std::clamp(options.num_threads > 0 ? options.num_threads : num_threads(), 1, max_threads);
+  // A call too small to pay for a parallel region (a decoding step over a short cache: 8 heads
+  // of 65 keys are some 30k multiply-adds, about the cost of starting and joining the workers)
+  // runs on the caller; the workers do not change a bit of the result.
+  const index_t work = out.size(0) * out.size(1) * Lq * Lk * 2 * out.size(3);
+  const int threads = work < attention_serial_work
+                          ? 1
+                          : std::clamp(options.num_threads > 0 ? options.num_threads : num_threads(), 1, max_threads);
   // A tile taller or wider than the call's rows or keys (rounded up to even: pair products) is
   // the same tile as the call's own size: requested sizes beyond it are cut there, and the tile
   // and task counts cannot overflow.

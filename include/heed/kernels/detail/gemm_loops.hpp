@@ -56,6 +56,14 @@ Packed* pack_row_blocks(const Storage* a, index_t k, index_t MR, index_t KC, con
   return packed;
 }
 
+// The workers a one-row GEMV of n outputs over depth k uses: one per gemv_task_work multiply-adds
+// at least (a worker's share below that costs about what starting and joining it does), at most
+// `threads`.
+inline constexpr index_t gemv_task_work = 32 * 1024;
+[[nodiscard]] inline int gemv_workers(index_t n, index_t k, int threads) noexcept {
+  return static_cast<int>(std::clamp<index_t>(n * k / gemv_task_work, 1, std::max(threads, 1)));
+}
+
 // gemm_nt for float and double with one row of A (a decoding step): the workers share W's
 // panels (the one row block would give all the work to one of them), and each panel runs on the
 // single-row kernel.
@@ -68,23 +76,24 @@ void gemm_nt_row(const Storage* a, const Packed& w, Storage* c, const Options& o
   const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR, chunks = (panels + chunk - 1) / chunk;
   const Storage* const packed_row = pack_row_blocks<Storage>(
       a, k, MR, KC, [&](const Storage* from, index_t kc, Storage* to) { kernels.pack_a(from, k, index_t{1}, kc, to); });
-  parallel_for(chunks, static_cast<int>(std::min<index_t>(threads, chunks)), [&](index_t task, int) {
-    const index_t p_end = std::min(panels, (task + 1) * chunk);
-    for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
-      const index_t kc = std::min(KC, k - k0);
-      const Storage* packed = packed_row + (k0 / KC) * MR * KC;
-      const bool last = k0 + KC >= k;
-      const Storage* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
-      for (index_t p = task * chunk; p < p_end; ++p) {
-        const index_t n_valid = std::min(NR, n - p * NR);
-        kernels.row(kc, packed, w.panel(p, k0), c + p * NR, src ? src + p * NR : nullptr, last ? w.bias(p) : nullptr,
-                    last && options.relu, n_valid);
-        if constexpr (!std::is_same_v<Epilogue, NoEpilogue>)
-          if (last) epilogue(c + p * NR, p * NR, n_valid);
-      }
-      if (k == 0) break;
-    }
-  });
+  parallel_for(chunks, static_cast<int>(std::min<index_t>(gemv_workers(n, k, threads), chunks)),
+               [&](index_t task, int) {
+                 const index_t p_end = std::min(panels, (task + 1) * chunk);
+                 for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
+                   const index_t kc = std::min(KC, k - k0);
+                   const Storage* packed = packed_row + (k0 / KC) * MR * KC;
+                   const bool last = k0 + KC >= k;
+                   const Storage* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
+                   for (index_t p = task * chunk; p < p_end; ++p) {
+                     const index_t n_valid = std::min(NR, n - p * NR);
+                     kernels.row(kc, packed, w.panel(p, k0), c + p * NR, src ? src + p * NR : nullptr,
+                                 last ? w.bias(p) : nullptr, last && options.relu, n_valid);
+                     if constexpr (!std::is_same_v<Epilogue, NoEpilogue>)
+                       if (last) epilogue(c + p * NR, p * NR, n_valid);
+                   }
+                   if (k == 0) break;
+                 }
+               });
 }
 
 // gemm_nt for float and double: C is computed in place, k block after k block.
@@ -149,35 +158,37 @@ void gemm_nt_widened_row(const Storage* a, const Packed& w, Storage* c, const Op
         else
           kernels.pack_a(from, k, index_t{1}, kc, to);
       });
-  parallel_for(chunks, static_cast<int>(std::min<index_t>(threads, chunks)), [&](index_t task, int) {
-    thread_local std::vector<Acc> row;
-    if (row.size() < static_cast<std::size_t>(chunk * NR)) row.resize(static_cast<std::size_t>(chunk * NR));
-    const index_t p0 = task * chunk, p_end = std::min(panels, p0 + chunk), j0 = p0 * NR;
-    const index_t width = std::min(n, p_end * NR) - j0;
-    if (init)
-      for (index_t j = 0; j < width; ++j) row[std::size_t(j)] = static_cast<Acc>(init[j0 + j]);
-    for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
-      const index_t kc = std::min(KC, k - k0);
-      const bool last = k0 + KC >= k, add = k0 > 0 || init;
-      const PackedA* packed = packed_row + (k0 / KC) * MR * KC;
-      if constexpr (pairs) {
-        for (index_t p = p0; p < p_end; ++p) {
-          Acc* tile = row.data() + (p - p0) * NR;
-          kernels.pair_row(simd::pair_depth(kc), packed, w.panel(p, k0), tile, add ? tile : nullptr,
-                           last ? w.bias(p) : nullptr, last && options.relu, std::min(NR, n - p * NR));
-        }
-      } else {
-        for (index_t p = p0; p < p_end; ++p) {
-          Acc* tile = row.data() + (p - p0) * NR;
-          kernels.row(kc, packed, w.panel(p, k0), tile, add ? tile : nullptr, last ? w.bias(p) : nullptr,
-                      last && options.relu, std::min(NR, n - p * NR));
-        }
-      }
-      if (k == 0) break;
-    }
-    if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) epilogue(row.data(), j0, width);
-    kernels.narrow(row.data(), c + j0, width);
-  });
+  parallel_for(chunks, static_cast<int>(std::min<index_t>(gemv_workers(n, k, threads), chunks)),
+               [&](index_t task, int) {
+                 thread_local std::vector<Acc> row;
+                 if (row.size() < static_cast<std::size_t>(chunk * NR))
+                   row.resize(static_cast<std::size_t>(chunk * NR));
+                 const index_t p0 = task * chunk, p_end = std::min(panels, p0 + chunk), j0 = p0 * NR;
+                 const index_t width = std::min(n, p_end * NR) - j0;
+                 if (init)
+                   for (index_t j = 0; j < width; ++j) row[std::size_t(j)] = static_cast<Acc>(init[j0 + j]);
+                 for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
+                   const index_t kc = std::min(KC, k - k0);
+                   const bool last = k0 + KC >= k, add = k0 > 0 || init;
+                   const PackedA* packed = packed_row + (k0 / KC) * MR * KC;
+                   if constexpr (pairs) {
+                     for (index_t p = p0; p < p_end; ++p) {
+                       Acc* tile = row.data() + (p - p0) * NR;
+                       kernels.pair_row(simd::pair_depth(kc), packed, w.panel(p, k0), tile, add ? tile : nullptr,
+                                        last ? w.bias(p) : nullptr, last && options.relu, std::min(NR, n - p * NR));
+                     }
+                   } else {
+                     for (index_t p = p0; p < p_end; ++p) {
+                       Acc* tile = row.data() + (p - p0) * NR;
+                       kernels.row(kc, packed, w.panel(p, k0), tile, add ? tile : nullptr, last ? w.bias(p) : nullptr,
+                                   last && options.relu, std::min(NR, n - p * NR));
+                     }
+                   }
+                   if (k == 0) break;
+                 }
+                 if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) epilogue(row.data(), j0, width);
+                 kernels.narrow(row.data(), c + j0, width);
+               });
 }
 
 template <bool Pairs, class Storage, class Packed, class Options, class Epilogue>

@@ -28,18 +28,18 @@ namespace heed {
 /// num_threads) means this many.
 inline constexpr int max_threads = 1024;
 
-/// How many workers parallel_for uses when a call does not say: set_num_threads's number;
-/// else OpenMP's default where heed is built with OpenMP; else the executor's concurrency
-/// where the program set one; else OMP_NUM_THREADS, or the CPUs this process may run on.
+/// How many workers parallel_for uses when a call does not say: set_num_threads's number; else
+/// the executor's concurrency where the program set one; else OpenMP's default where heed is
+/// built with OpenMP; else OMP_NUM_THREADS, or the CPUs this process may run on.
 [[nodiscard]] inline int num_threads() noexcept {
   const int chosen = detail::thread_setting().load(std::memory_order_relaxed);
   if (chosen > 0) return chosen;
-#if defined(_OPENMP)
-  return omp_get_max_threads();
-#else
   if (detail::executor_slot().set.load(std::memory_order_acquire)) {
     if (const std::shared_ptr<Executor> executor = current_executor()) return std::max(1, executor->concurrency());
   }
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
   return detail::default_threads(max_threads);
 #endif
 }

@@ -77,13 +77,13 @@ class WorkerTeam {
   template <class Job>
   void run(int workers, Job& job) {
     std::unique_lock lock(busy_, std::try_to_lock);
-    if (!lock.owns_lock() || workers <= 1) {
+    if (lock.owns_lock() && workers - 1 > static_cast<int>(threads_.size())) grow(workers - 1);
+    // the OS may have refused some threads
+    workers = lock.owns_lock() ? std::min(workers, static_cast<int>(threads_.size()) + 1) : 1;
+    if (workers <= 1) {
       ParallelJobScope scope;
       job(0, 1);
       return;
-    }
-    if (workers - 1 > static_cast<int>(threads_.size())) {
-      if (!grow(workers - 1)) workers = static_cast<int>(threads_.size()) + 1;  // the OS refused threads
     }
     call_ = [](void* j, int worker, int count) { (*static_cast<Job*>(j))(worker, count); };
     job_ = &job;
@@ -122,8 +122,8 @@ class WorkerTeam {
 
   WorkerTeam() : cpus_(available_cpus()) {}
 
-  // Starts workers up to `count` (the lock held); false when the OS gives none of them.
-  bool grow(int count) {
+  // Starts workers up to `count` (the lock held), or as many as the OS gives.
+  void grow(int count) {
     const std::uint64_t seen = state_.load(std::memory_order_relaxed);
     try {
       threads_.reserve(static_cast<std::size_t>(count));
@@ -133,7 +133,6 @@ class WorkerTeam {
       }
     } catch (...) {  // std::system_error when out of threads: run with those there are
     }
-    return !threads_.empty();
   }
 
   void work(int index, std::uint64_t seen) {

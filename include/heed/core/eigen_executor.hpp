@@ -17,6 +17,8 @@
 
 namespace heed {
 
+/// heed::Executor over an Eigen::ThreadPoolInterface: n tasks as n - 1 closures on the pool and
+/// the caller, each claiming task indices until none is left.
 class EigenExecutor final : public Executor {
  public:
   /// The pool must outlive every heed call that runs on this executor.
@@ -25,6 +27,7 @@ class EigenExecutor final : public Executor {
   /// The pool's threads and the caller.
   [[nodiscard]] int concurrency() const noexcept override { return pool_.NumThreads() + 1; }
 
+  /// Runs task(i) for every i in [0, n) on the pool and the caller; returns when all have run.
   void run(int n, TaskRef task) override {
     // Closures that start after every index is claimed find none, and keep only `claims` alive.
     auto claims = std::make_shared<Claims>();

@@ -25,9 +25,11 @@ namespace heed {
 /// outlive the run() call it was handed to.
 class TaskRef {
  public:
+  /// Refers to `task`, which must outlive this reference.
   template <class Task>
   explicit TaskRef(Task& task) noexcept : task_(&task), call_([](void* t, int i) { (*static_cast<Task*>(t))(i); }) {}
 
+  /// Runs task i.
   void operator()(int i) const { call_(task_, i); }
 
  private:

@@ -139,9 +139,9 @@ TEST(ParallelFor, ManyCallerThreadsShareTheTeam) {
 
 TEST(ParallelFor, ShortLoopsOneAfterAnother) {
   // a decoder step's pattern: many short loops in a row, the workers hot between them
-  std::atomic<long> sum{0};
+  std::atomic<heed::index_t> sum{0};
   for (int call = 0; call < 2000; ++call) heed::parallel_for(4, 2, [&](heed::index_t i, int) { sum += i; });
-  EXPECT_EQ(sum.load(), 2000L * 6);
+  EXPECT_EQ(sum.load(), heed::index_t{2000} * 6);
 }
 
 }  // namespace

@@ -189,3 +189,27 @@ TEST(Gemm, Bfloat16OnEveryPath) {
 }
 
 }  // namespace
+
+namespace {
+
+// No rows, or no columns, or no depth, on two workers: nothing past C is touched, and a depth of
+// 0 gives C = bias (the row-block split divided by the row-block count, 0 without rows).
+TEST(Gemm, EmptyDimensionsOnTwoWorkers) {
+  for (const index_t m : {0, 1, 300})
+    for (const index_t n : {0, 70})
+      for (const index_t k : {0, 200}) {
+        SCOPED_TRACE(testing::Message() << "m " << m << " n " << n << " k " << k);
+        const auto a = heed::randn<float>({m + 1, k + 1}, 7);
+        const auto w = heed::randn<float>({n + 1, k + 1}, 8);
+        const auto bias = heed::randn<float>({n + 1}, 9);
+        std::vector<float> c(static_cast<std::size_t>(m * n + 1), -7.0f);
+        const heed::PackedMatrix<float> packed(w.data(), n, k, bias.data());
+        heed::gemm_nt(a.data(), k + 1, m, packed, c.data(), n, {.threads = 2});
+        EXPECT_EQ(c.back(), -7.0f);  // the value past C
+        if (k == 0) {
+          for (index_t i = 0; i < m * n; ++i) EXPECT_EQ(c[static_cast<std::size_t>(i)], bias(i % n));
+        }
+      }
+}
+
+}  // namespace

@@ -40,7 +40,8 @@ T* packed_a_buffer(index_t rows, index_t kc) {
 // computed exactly as in the whole row block: the split changes no bit.
 [[nodiscard]] inline index_t gemm_chunk_panels(index_t row_blocks, index_t panels, int threads) noexcept {
   constexpr index_t min_chunk_panels = 4, tasks_per_worker = 4;
-  const index_t chunks = threads <= 1 ? 1 : (tasks_per_worker * threads + row_blocks - 1) / row_blocks;
+  if (threads <= 1 || row_blocks == 0) return std::max(min_chunk_panels, panels);  // one chunk (or no row)
+  const index_t chunks = (tasks_per_worker * threads + row_blocks - 1) / row_blocks;
   return std::max({index_t{1}, min_chunk_panels, (panels + chunks - 1) / chunks});
 }
 

@@ -71,7 +71,8 @@ TEST(Executor, SetsTheDefaultWorkerCount) {
   const ExecutorScope scope(std::make_shared<CountingExecutor>(5));
   heed::set_num_threads(0);
   EXPECT_EQ(heed::num_threads(), 5);  // with or without OpenMP
-  heed::set_num_threads(2);  // set_num_threads keeps its meaning
+  // set_num_threads keeps its meaning
+  heed::set_num_threads(2);
   EXPECT_EQ(heed::num_threads(), 2);
   heed::set_num_threads(0);
 }

@@ -150,20 +150,23 @@ class WorkerTeam {
     }
   }
 
+  // Spins for spin_time at most while done() is false; true if it became true meanwhile.
+  template <class Done>
+  static bool spin_until(Done done) {
+    const auto until = std::chrono::steady_clock::now() + spin_time;
+    for (int i = 1;; ++i) {
+      if (done()) return true;
+      spin_pause();
+      if (i % 64 == 0 && std::chrono::steady_clock::now() > until) return false;
+    }
+  }
+
   // Spins while the next job is likely near (when the worker has a CPU of its own), then parks
   // until state_ leaves `seen`.
   std::uint64_t wait_for_change(std::uint64_t seen, bool spin) {
-    if (spin) {
-      const auto until = std::chrono::steady_clock::now() + spin_time;
-      for (int i = 1;; ++i) {
-        const std::uint64_t state = state_.load(std::memory_order_acquire);
-        if (state != seen) return state;
-        spin_pause();
-        if (i % 64 == 0 && std::chrono::steady_clock::now() > until) break;
-      }
-    }
+    std::uint64_t state = seen;
+    if (spin && spin_until([&] { return (state = state_.load(std::memory_order_acquire)) != seen; })) return state;
     parked_.fetch_add(1, std::memory_order_seq_cst);
-    std::uint64_t state;
     while ((state = state_.load(std::memory_order_seq_cst)) == seen) state_.wait(seen, std::memory_order_seq_cst);
     parked_.fetch_sub(1, std::memory_order_relaxed);
     return state;  // the seq_cst load acquired the job's fields
@@ -171,14 +174,7 @@ class WorkerTeam {
 
   // The caller's wait for its workers: they finish about when it does, so it spins first.
   static void wait_for_zero(std::atomic<int>& count, bool spin) {
-    if (spin) {
-      const auto until = std::chrono::steady_clock::now() + spin_time;
-      for (int i = 1;; ++i) {
-        if (count.load(std::memory_order_acquire) == 0) return;
-        spin_pause();
-        if (i % 64 == 0 && std::chrono::steady_clock::now() > until) break;
-      }
-    }
+    if (spin && spin_until([&] { return count.load(std::memory_order_acquire) == 0; })) return;
     for (int left; (left = count.load(std::memory_order_acquire)) != 0;) count.wait(left, std::memory_order_acquire);
   }
 

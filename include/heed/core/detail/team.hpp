@@ -42,7 +42,7 @@ void run_workers(int threads, Job& job) {
       }
       return;
 #else
-      WorkerTeam::instance().run(threads, job);
+      WorkerTeam::run_shared(threads, job);
       return;
 #endif
     }

@@ -8,17 +8,25 @@
 // for a short while (a decoder step's parallel loops follow one another within microseconds),
 // then parks on a futex (std::atomic::wait). One job runs at a time: a second caller, or a
 // parallel loop started inside a job, runs on its own thread alone.
+//
+// Lifetime: a fork()ed child starts without the parent's workers; the team forgets them in the
+// child (pthread_atfork) and starts its own on the child's first parallel loop. After the team
+// is destroyed at exit, a parallel loop (from a static object's destructor) runs on its caller.
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
 #if defined(__linux__)
 #include <sched.h>
+#endif
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
 #endif
 
 namespace heed::detail {
@@ -66,9 +74,16 @@ class ParallelJobScope {
 
 class WorkerTeam {
  public:
-  static WorkerTeam& instance() {
-    static WorkerTeam team;
-    return team;
+  // run() on the process's team, or job(0, 1) on the caller once the team has been destroyed
+  // (a parallel loop in a static object's destructor that runs after the team's).
+  template <class Job>
+  static void run_shared(int workers, Job& job) {
+    if (closed().load(std::memory_order_acquire)) {
+      ParallelJobScope scope;
+      job(0, 1);
+      return;
+    }
+    instance().run(workers, job);
   }
 
   // Runs job(worker, workers) once on each of `workers` workers at the same time, the caller
@@ -104,12 +119,15 @@ class WorkerTeam {
   WorkerTeam& operator=(const WorkerTeam&) = delete;
 
   ~WorkerTeam() {
-    const std::lock_guard lock(busy_);
+    closed().store(true, std::memory_order_release);
+    // a child forked while a job ran holds busy_ locked by a thread it does not have
+    if (!busy_at_fork_) busy_.lock();
     const std::uint64_t state = state_.load(std::memory_order_relaxed);
     state_.store(((state >> participants_bits) + 1) << participants_bits | stop_participants,
                  std::memory_order_release);
     state_.notify_all();
     for (std::thread& thread : threads_) thread.join();
+    if (!busy_at_fork_) busy_.unlock();
   }
 
  private:
@@ -120,7 +138,52 @@ class WorkerTeam {
   static constexpr std::uint64_t participants_mask = (std::uint64_t{1} << participants_bits) - 1;
   static constexpr std::uint64_t stop_participants = participants_mask;  // the team is closing
 
-  WorkerTeam() : cpus_(available_cpus()) {}
+  static WorkerTeam& instance() {
+    static WorkerTeam team;
+    return team;
+  }
+
+  // Set by the destructor; an atomic<bool> is trivially destructible, so it outlives the team.
+  static std::atomic<bool>& closed() noexcept {
+    static std::atomic<bool> flag{false};
+    return flag;
+  }
+
+  WorkerTeam() : cpus_(available_cpus()) {
+#if defined(__unix__) || defined(__APPLE__)
+    // registered once: the team is built once per process
+    pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child);
+#endif
+  }
+
+  // fork(): no job may be in flight when the child's copy of the team is made, so the parent
+  // holds busy_ across the fork when it can (a job running on another thread keeps it: that
+  // child then runs every loop alone).
+  static void before_fork() noexcept {
+    if (closed().load(std::memory_order_acquire)) return;
+    WorkerTeam& team = instance();
+    team.locked_for_fork_ = team.busy_.try_lock();
+  }
+  static void after_fork_in_parent() noexcept {
+    if (closed().load(std::memory_order_acquire)) return;
+    WorkerTeam& team = instance();
+    if (team.locked_for_fork_) team.busy_.unlock();
+  }
+  static void after_fork_in_child() noexcept {
+    if (closed().load(std::memory_order_acquire)) return;
+    WorkerTeam& team = instance();
+    // The parent's workers do not exist here: their std::thread objects can be neither joined
+    // nor destroyed (a joinable std::thread's destructor terminates), so they are moved where
+    // nothing destroys them, without allocating.
+    alignas(std::vector<std::thread>) static unsigned char forgotten[sizeof(std::vector<std::thread>)];
+    new (forgotten) std::vector<std::thread>(std::move(team.threads_));
+    team.parked_.store(0, std::memory_order_relaxed);
+    team.pending_.store(0, std::memory_order_relaxed);
+    if (team.locked_for_fork_)
+      team.busy_.unlock();
+    else
+      team.busy_at_fork_ = true;  // try_lock fails from now on: every loop runs alone
+  }
 
   // Starts workers up to `count` (the lock held), or as many as the OS gives.
   void grow(int count) {
@@ -190,6 +253,8 @@ class WorkerTeam {
   std::atomic<int> pending_{0};
   void (*call_)(void*, int, int) = nullptr;
   void* job_ = nullptr;
+  bool locked_for_fork_ = false;  // before_fork took busy_
+  bool busy_at_fork_ = false;     // this is a child forked while busy_ was held
 };
 
 }  // namespace heed::detail

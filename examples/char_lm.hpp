@@ -18,6 +18,7 @@
 // Used by examples/demo_generate.cpp and benchmarks/nn/bench_generate.cpp. Not library API.
 #include <heed/heed.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -218,7 +219,16 @@ class CharLM {
   // y += x, 16-bit values added in float and rounded once.
   static void add(const Scalar* x, Scalar* y, index_t n) noexcept {
     if constexpr (heed::is_16bit_float_v<Scalar>) {
-      for (index_t i = 0; i < n; ++i) y[i] = Scalar(static_cast<float>(y[i]) + static_cast<float>(x[i]));
+      const heed::simd::ConvertKernels<Scalar>& convert = heed::simd::convert_kernels<Scalar>();
+      constexpr index_t chunk = 256;
+      float xf[chunk], yf[chunk];
+      for (index_t i = 0; i < n; i += chunk) {
+        const index_t m = std::min(chunk, n - i);
+        convert.widen(x + i, xf, m);
+        convert.widen(y + i, yf, m);
+        heed::simd::add(xf, yf, m);
+        convert.narrow(yf, y + i, m);
+      }
     } else {
       heed::simd::add(x, y, n);
     }

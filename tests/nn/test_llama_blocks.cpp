@@ -4,6 +4,8 @@
 // in bfloat16 and half against the reference of the rounded inputs, and bad input.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -125,6 +127,34 @@ TYPED_TEST(Blocks16, AgainstTheReferenceOfTheRoundedInputs) {
   // the intermediate roundings (gate, up, their product) each add u relative to a hidden value,
   // and down_proj sums 80 of them: a few u of the output's scale
   EXPECT_TRUE(heed::test::all_close(mlp(x).view().reshape(Shape<2>{21, 48}), expected, {6 * u, 6 * u}));
+}
+
+// Many rows (the product silu(gate) ⊙ up split over workers) and a hidden width over the 16-bit
+// product's chunk of 256 values, with biases: against the double reference of the (rounded)
+// weights.
+template <class T>
+void check_wide_swiglu(double tol) {
+  const index_t n = 300, d = 32, F = 300;
+  heed::nn::TensorDict rounded;
+  std::uint64_t seed = 11;
+  for (const char* p : {"gate_proj", "up_proj", "down_proj"}) {
+    const index_t rows = std::string(p) == "down_proj" ? d : F, cols = std::string(p) == "down_proj" ? F : d;
+    auto w = heed::randn<float>({rows, cols}, seed++);
+    for (index_t i = 0; i < w.numel(); ++i) w.data()[i] /= std::sqrt(static_cast<float>(cols));  // outputs ~ 1
+    rounded.set(std::string(p) + ".weight", heed::cast<float>(heed::cast<T>(w)));
+    rounded.set(std::string(p) + ".bias", heed::cast<float>(heed::cast<T>(heed::randn<float>({rows}, seed++))));
+  }
+  SwiGLU<T> mlp({.dim = d, .hidden_dim = F, .bias = true});
+  mlp.load(rounded, "", {.strict = true});
+  const auto x = heed::cast<T>(heed::randn<float>({n, d}, 3));
+  const auto expected = swiglu_reference(to_double(x), rounded, "", true);
+  EXPECT_TRUE(heed::test::all_close(mlp(x), expected, {tol, tol}));
+}
+
+TEST(SwiGLU, ManyRowsAndAWideHiddenLayer) {
+  check_wide_swiglu<float>(2e-5);
+  check_wide_swiglu<heed::bfloat16>(6 * 0x1p-8);
+  check_wide_swiglu<heed::half>(6 * 0x1p-11);
 }
 
 TEST(LlamaBlocks, BadInputIsAShapeError) {

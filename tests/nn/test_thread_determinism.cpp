@@ -1,8 +1,8 @@
 // "Deterministic" (docs/design.md, Threads): every output is bit for bit the same on 1, 2 and 8
 // workers and on a program's executor, over attention (prefill with weights, decode, bfloat16),
-// the GEMM (Linear, and split into column chunks), the encoder, a decoder's cached steps, and CBAM. Each worker's share
-// depends on the work, never on the worker count: a tile or a row block is computed the same
-// way whoever computes it. The preset `tsan` runs this file under ThreadSanitizer.
+// the GEMM (Linear, and split into column chunks), SwiGLU, the encoder, a decoder's cached steps, and CBAM. Each
+// worker's share depends on the work, never on the worker count: a tile or a row block is computed the same way whoever
+// computes it. The preset `tsan` runs this file under ThreadSanitizer.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,11 +12,13 @@
 #include <thread>
 #include <vector>
 
+#include "heed/core/cast.hpp"
 #include "heed/core/executor.hpp"
 #include "heed/core/random.hpp"
 #include "heed/kernels/attention.hpp"
 #include "heed/kernels/gemm.hpp"
 #include "heed/nn/linear.hpp"
+#include "heed/nn/swiglu.hpp"
 #include "heed/nn/transformer_decoder.hpp"
 #include "heed/nn/transformer_encoder.hpp"
 #include "heed/nn/vision/cbam.hpp"
@@ -101,6 +103,22 @@ TEST(ThreadDeterminism, LinearEncoderAndCbam) {
     append(out, linear(x));
     append(out, encoder(tokens, {.is_causal = true}));
     append(out, cbam(image));
+    return out;
+  });
+}
+
+// SwiGLU: gate and up as one GEMM, the product split over rows (300 rows of 300), in float and
+// bfloat16; and one row, a decoding step's.
+TEST(ThreadDeterminism, SwiGLU) {
+  const heed::nn::SwiGLU<float> mlp({.dim = 64, .hidden_dim = 300, .bias = true, .seed = 15});
+  const heed::nn::SwiGLU<heed::bfloat16> mlp16({.dim = 64, .hidden_dim = 300, .seed = 16});
+  const auto x = heed::randn<float>({300, 64}, 17);
+  const auto x16 = heed::cast<heed::bfloat16>(x);
+  expect_the_same_on_any_workers([&] {
+    Bits out;
+    append(out, mlp(x));
+    append(out, mlp16(x16));
+    append(out, mlp16(heed::cast<heed::bfloat16>(heed::randn<float>({1, 64}, 18))));
     return out;
   });
 }

@@ -3,17 +3,21 @@
 // Improve Transformer", 2020), with the Hugging Face state_dict names:
 //   y = down_proj( silu(gate_proj(x)) ⊙ up_proj(x) )
 //   gate_proj.weight [hidden, dim], up_proj.weight [hidden, dim], down_proj.weight [dim, hidden]
-// silu(g) = g / (1 + exp(-g)), applied inside gate_proj's GEMM while its tile is in L1. Biases
-// (none in Llama) on all three projections when `bias` is set.
+// gate_proj and up_proj run as one GEMM (their weights stacked into one packed matrix at load,
+// a second copy of them), silu(g) = g / (1 + exp(-g)) applied to the gate half while its tile is
+// in L1. Biases (none in Llama) on all three projections when `bias` is set.
 // A bfloat16 or half SwiGLU keeps its weights 16-bit; each projection accumulates in float
 // and rounds its output once, as PyTorch's 16-bit Linear does.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "heed/core/error.hpp"
+#include "heed/core/parallel.hpp"
 #include "heed/core/scalar.hpp"
 #include "heed/core/tensor.hpp"
+#include "heed/kernels/gemm.hpp"
 #include "heed/nn/activation.hpp"
 #include "heed/nn/linear.hpp"
 #include "heed/nn/weights.hpp"
@@ -40,7 +44,9 @@ class SwiGLU {
       : options_(checked(o)),
         gate_proj_({.in_features = o.dim, .out_features = o.hidden_dim, .bias = o.bias, .seed = o.seed}),
         up_proj_({.in_features = o.dim, .out_features = o.hidden_dim, .bias = o.bias, .seed = o.seed + 1}),
-        down_proj_({.in_features = o.hidden_dim, .out_features = o.dim, .bias = o.bias, .seed = o.seed + 2}) {}
+        down_proj_({.in_features = o.hidden_dim, .out_features = o.dim, .bias = o.bias, .seed = o.seed + 2}) {
+    pack();
+  }
 
   /// The options it was made with.
   [[nodiscard]] const SwiGLUOptions& options() const noexcept { return options_; }
@@ -51,6 +57,7 @@ class SwiGLU {
     gate_proj_.load(from.child("gate_proj."));
     up_proj_.load(from.child("up_proj."));
     down_proj_.load(from.child("down_proj."));
+    pack();
   }
   /// load(Loader) from `source` under `prefix` (strict: unused names under it are an error).
   template <WeightSource S>
@@ -63,12 +70,18 @@ class SwiGLU {
   /// temporary for ff(x).
   void rows_add(const Scalar* x, const Scalar* skip, Scalar* out, index_t n) const {
     const index_t d = options_.dim, F = options_.hidden_dim;
-    Tensor<Scalar, 2> gate({n, F}, uninitialized), up({n, F}, uninitialized);
-    const TensorView<const Scalar, 2> in(x, {n, d});
-    gate_proj_.rows(in, gate.view(), Activation::silu);
-    up_proj_.rows(in, up.view());
-    multiply(gate.data(), up.data(), gate.numel());
-    down_proj_.rows_add(gate.view(), skip, TensorView<Scalar, 2>(out, {n, d}));
+    // gate_proj and up_proj as one GEMM, one parallel region: [n, 2F], silu on the first F columns
+    Tensor<Scalar, 2> gate_up({n, 2 * F}, uninitialized), hidden({n, F}, uninitialized);
+    gemm_nt(x, d, n, gate_up_, gate_up.data(), 2 * F, {}, [F](auto* row, index_t col0, index_t count) {
+      const index_t end = std::min(col0 + count, F);
+      if (col0 < end) apply_activation(Activation::silu, row, end - col0);
+    });
+    const int threads = n * F < product_serial_work ? 1 : 0;
+    parallel_for(n, threads, [&](index_t r, int) {
+      const Scalar* g = gate_up.data() + r * 2 * F;
+      multiply(g, g + F, hidden.data() + r * F, F);
+    });
+    down_proj_.rows_add(hidden.view(), skip, TensorView<Scalar, 2>(out, {n, d}));
   }
 
   /// x [..., dim] → [..., dim].
@@ -88,14 +101,44 @@ class SwiGLU {
   }
 
  private:
-  // g[i] *= u[i]; 16-bit values are multiplied in float and rounded once, as PyTorch does.
-  static void multiply(Scalar* g, const Scalar* u, index_t n) noexcept {
+  // z[i] = g[i]·u[i]; 16-bit values are multiplied in float and rounded once, as PyTorch does.
+  static void multiply(const Scalar* g, const Scalar* u, Scalar* z, index_t n) noexcept {
     if constexpr (is_16bit_float_v<Scalar>) {
-      for (index_t i = 0; i < n; ++i) g[i] = Scalar(static_cast<float>(g[i]) * static_cast<float>(u[i]));
+      const simd::ConvertKernels<Scalar>& convert = simd::convert_kernels<Scalar>();
+      const auto product = simd::vector_kernels<float>().multiply;
+      constexpr index_t chunk = 256;
+      float gf[chunk], uf[chunk];
+      for (index_t i = 0; i < n; i += chunk) {
+        const index_t m = std::min(chunk, n - i);
+        convert.widen(g + i, gf, m);
+        convert.widen(u + i, uf, m);
+        product(gf, uf, gf, m);
+        convert.narrow(gf, z + i, m);
+      }
     } else {
-      simd::vector_kernels<Scalar>().multiply(g, u, g, n);
+      simd::vector_kernels<Scalar>().multiply(g, u, z, n);
     }
   }
+
+  // gate_proj and up_proj stacked into one [2·hidden, dim] matrix, packed for gemm_nt (rebuilt
+  // after load): a decoding step's feed-forward block is then two parallel regions, not three.
+  void pack() {
+    const index_t d = options_.dim, F = options_.hidden_dim;
+    if (F < 1) return;
+    Tensor<Scalar, 2> w({2 * F, d}, uninitialized);
+    std::copy_n(gate_proj_.weight().data(), F * d, w.data());
+    std::copy_n(up_proj_.weight().data(), F * d, w.data() + F * d);
+    Tensor<Scalar, 1> b;
+    if (options_.bias) {
+      b = Tensor<Scalar, 1>({2 * F}, uninitialized);
+      std::copy_n(gate_proj_.bias().data(), F, b.data());
+      std::copy_n(up_proj_.bias().data(), F, b.data() + F);
+    }
+    gate_up_ = PackedMatrix<Scalar>(w.data(), 2 * F, d, options_.bias ? b.data() : nullptr);
+  }
+
+  // Multiplications below which silu(gate) ⊙ up runs on the caller (a decoding step's row).
+  static constexpr index_t product_serial_work = 64 * 1024;
 
   static const SwiGLUOptions& checked(const SwiGLUOptions& o) {
     if (o.dim < 1 || o.hidden_dim < 1)
@@ -106,6 +149,7 @@ class SwiGLU {
 
   SwiGLUOptions options_;
   Linear<Scalar> gate_proj_, up_proj_, down_proj_;
+  PackedMatrix<Scalar> gate_up_;  // gate_proj_ and up_proj_ as one GEMM reads them
 };
 
 }  // namespace heed::nn

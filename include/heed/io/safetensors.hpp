@@ -475,7 +475,10 @@ class SafeTensorsWriter {
     for (const Entry* e : sorted) {
       if (header.size() > 1) header += ",";
       header += json_quote(e->name) + ":{\"dtype\":\"" + std::string(dtype_name(e->dtype)) + "\",\"shape\":[";
-      for (std::size_t i = 0; i < e->shape.size(); ++i) header += (i ? "," : "") + std::to_string(e->shape[i]);
+      for (std::size_t i = 0; i < e->shape.size(); ++i) {
+        if (i > 0) header += ',';  // not `(i ? "," : "") + to_string(...)`: gcc 12 -O3 warns (-Wrestrict) on it
+        header += std::to_string(e->shape[i]);
+      }
       header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + e->data.size()) + "]}";
       offset += e->data.size();
     }

@@ -1,7 +1,8 @@
 #pragma once
 // The kernels layer: softmax, masks, score policies, the tiled attention driver, the GEMM's
-// blocking and threads, conv2d and pooling.
+// blocking and threads, batched products (bmm, baddbmm), conv2d and pooling.
 #include "heed/kernels/attention.hpp"
+#include "heed/kernels/bmm.hpp"
 #include "heed/kernels/conv2d.hpp"
 #include "heed/kernels/gemm.hpp"
 #include "heed/kernels/mask.hpp"

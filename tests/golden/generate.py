@@ -695,6 +695,36 @@ def npy():
     print(f"wrote {out.relative_to(HERE.parent.parent)}/*.npy")
 
 
+@fixture
+def bmm():
+    """torch.bmm and torch.baddbmm (seed 002's first tip) on [4, 7, 50] · [4, 50, 21]: input of
+    every broadcast rank, beta and alpha other than 1, beta = 0 over a NaN input, and bfloat16
+    (PyTorch 1.13's CPU bfloat16 product rounds as it sums: it is kept beside the float result of
+    the same rounded inputs)."""
+    torch.manual_seed(12)
+    a = torch.randn(4, 7, 50)
+    b = torch.randn(4, 50, 21)
+    full = torch.randn(4, 7, 21)
+    row = torch.randn(21)
+    plane = torch.randn(7, 21)
+    column = torch.randn(4, 7, 1)
+    nan = torch.full((4, 7, 21), math.nan)
+    a16, b16, full16 = a.bfloat16(), b.bfloat16(), full.bfloat16()
+    save("bmm", {
+        "a": a, "b": b, "full": full, "row": row, "plane": plane, "column": column,
+        "bmm": torch.bmm(a, b),
+        "baddbmm_full": torch.baddbmm(full, a, b),
+        "baddbmm_row": torch.baddbmm(row, a, b, beta=0.5, alpha=-2.0),
+        "baddbmm_plane": torch.baddbmm(plane, a, b, beta=-1.5, alpha=0.25),
+        "baddbmm_column": torch.baddbmm(column, a, b, beta=0.75),
+        "baddbmm_nan_beta0": torch.baddbmm(nan, a, b, beta=0.0, alpha=2.0),
+        "a_bf16": a16, "b_bf16": b16, "full_bf16": full16,
+        "baddbmm_bf16": torch.baddbmm(full16, a16, b16, beta=0.5, alpha=-2.0),
+        # the same on the bfloat16 inputs in float: the value a result rounded once rounds
+        "baddbmm_bf16_in_float": torch.baddbmm(full16.float(), a16.float(), b16.float(), beta=0.5, alpha=-2.0),
+    }, {"torch": torch.__version__})
+
+
 def main(names):
     torch.set_num_threads(1)  # one thread: the same reduction order, so a rerun writes the same bytes
     for name in names or FIXTURES:

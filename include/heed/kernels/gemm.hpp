@@ -50,6 +50,13 @@ class PackedMatrix {
   /// Packs w [n, k] (row-major) and, if given, bias [n], for the GEMM kernels in use
   /// (simd::gemm_kernels: their panel width, and whether bfloat16 runs on pair products).
   PackedMatrix(const Storage* w, index_t n, index_t k, const Storage* bias = nullptr)
+      : PackedMatrix(w, n, k, k, 1, bias) {}
+
+  /// Packs W [n, k] read with strides, W[j, kk] = w[j · row_stride + kk · col_stride], and the
+  /// bias if given: e.g. the Wᵀ of a row-major B [k, n] (row_stride 1, col_stride n), so that
+  /// gemm_nt computes C = A · B (heed::bmm).
+  PackedMatrix(const Storage* w, index_t n, index_t k, index_t row_stride, index_t col_stride,
+               const Storage* bias = nullptr)
       : kernels_(&simd::gemm_kernels<Storage>()),
         n_(n),
         k_(k),
@@ -62,17 +69,21 @@ class PackedMatrix {
       bias_.assign(static_cast<std::size_t>(panels * nr), Acc(0));
       std::transform(bias, bias + n, bias_.begin(), [](Storage b) { return static_cast<Acc>(b); });
     }
-    for (index_t p = 0; p < panels; ++p)
-      for (index_t j = 0; j < nr && p * nr + j < n; ++j) {
-        const Storage* row = w + (p * nr + j) * k;
-        Storage* panel = data_.data() + p * depth_ * nr;
-        for (index_t kk = 0; kk < k; ++kk) {
-          if (pairs_)
-            panel[(kk / 2) * 2 * nr + 2 * j + kk % 2] = row[kk];
-          else
-            panel[kk * nr + j] = row[kk];
-        }
+    for (index_t p = 0; p < panels; ++p) {
+      const index_t width = std::min(nr, n - p * nr);
+      Storage* panel = data_.data() + p * depth_ * nr;
+      const Storage* first = w + p * nr * row_stride;  // W[p · nr, 0]
+      if (pairs_) {
+        for (index_t j = 0; j < width; ++j)
+          for (index_t kk = 0; kk < k; ++kk)
+            panel[(kk / 2) * 2 * nr + 2 * j + kk % 2] = first[j * row_stride + kk * col_stride];
+      } else if (row_stride == 1) {  // W's columns are dense (the Wᵀ of a row-major B): nr values per kk
+        for (index_t kk = 0; kk < k; ++kk) std::copy_n(first + kk * col_stride, width, panel + kk * nr);
+      } else {
+        for (index_t j = 0; j < width; ++j)
+          for (index_t kk = 0; kk < k; ++kk) panel[kk * nr + j] = first[j * row_stride + kk * col_stride];
       }
+    }
   }
 
   /// n: the rows of W, the columns of C.
@@ -124,7 +135,8 @@ struct NoEpilogue {
 
 /// C [m, n] = (C or D or 0) + A [m, k] · Wᵀ (+ bias, ReLU: see GemmOptions), W packed; A and C
 /// row-major with leading dimensions lda, ldc. Then epilogue(row, col0, count) for every
-/// finished segment c[i, col0 : col0 + count], while it is in L1 (e.g. GELU); for a 16-bit Storage
+/// finished segment c[i, col0 : col0 + count], while it is in L1 (e.g. GELU), or
+/// epilogue(row, i, col0, count) where the epilogue takes the row index too; for a 16-bit Storage
 /// the epilogue sees the float row before it is rounded (row is a float*). Blocks of rows run
 /// in parallel (each worker packs its own A block). The caller guarantees the shapes.
 template <class Storage, class Epilogue = NoEpilogue>

@@ -23,6 +23,16 @@ struct NoEpilogue;
 
 namespace heed::detail {
 
+// epilogue(row, i, col0, count) where the epilogue takes C's row index i too, else
+// epilogue(row, col0, count).
+template <class Epilogue, class T>
+void run_epilogue(const Epilogue& epilogue, T* row, index_t i, index_t col0, index_t count) {
+  if constexpr (std::is_invocable_v<const Epilogue&, T*, index_t, index_t, index_t>)
+    epilogue(row, i, col0, count);
+  else
+    epilogue(row, col0, count);
+}
+
 // A worker's buffer for packed A: rows × kc values and the packing's slack, kept for the thread's
 // life (no allocation, and no page faults, per call).
 template <class T>
@@ -90,7 +100,7 @@ void gemm_nt_row(const Storage* a, const Packed& w, Storage* c, const Options& o
                      kernels.row(kc, packed, w.panel(p, k0), c + p * NR, src ? src + p * NR : nullptr,
                                  last ? w.bias(p) : nullptr, last && options.relu, n_valid);
                      if constexpr (!std::is_same_v<Epilogue, NoEpilogue>)
-                       if (last) epilogue(c + p * NR, p * NR, n_valid);
+                       if (last) run_epilogue(epilogue, c + p * NR, 0, p * NR, n_valid);
                    }
                    if (k == 0) break;
                  }
@@ -129,7 +139,7 @@ void gemm_nt_native(const Storage* a, index_t lda, index_t m, const Packed& w, S
                       last && options.relu, n_valid);
         if constexpr (!std::is_same_v<Epilogue, NoEpilogue>)
           if (last)
-            for (index_t r = 0; r < mc; ++r) epilogue(block_c + r * ldc, p * NR, n_valid);
+            for (index_t r = 0; r < mc; ++r) run_epilogue(epilogue, block_c + r * ldc, i0 + r, p * NR, n_valid);
       }
       if (k == 0) break;
     }
@@ -187,7 +197,7 @@ void gemm_nt_widened_row(const Storage* a, const Packed& w, Storage* c, const Op
                    }
                    if (k == 0) break;
                  }
-                 if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) epilogue(row.data(), j0, width);
+                 if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) run_epilogue(epilogue, row.data(), 0, j0, width);
                  kernels.narrow(row.data(), c + j0, width);
                });
 }
@@ -246,7 +256,7 @@ void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, 
     }
     for (index_t r = 0; r < mc; ++r) {
       Acc* row = scratch.data() + r * ld + j0;
-      if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) epilogue(row, j0, width);
+      if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) run_epilogue(epilogue, row, i0 + r, j0, width);
       kernels.narrow(row, c + (i0 + r) * ldc + j0, width);
     }
   });

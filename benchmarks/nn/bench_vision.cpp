@@ -1,7 +1,8 @@
 // SE, spatial attention and CBAM on the seed's [4, 256, 32, 32] float tensor (4 MiB), against a
 // plain copy of a tensor of the same size in the same binary. These modules are memory-bound:
 // each reads x to reduce it and reads it again to write y, so GB/s counts the bytes of x read
-// once and y written once (as the copy does), and the copy's GB/s is the ceiling.
+// once and y written once (as the copy does), and the copy's GB/s is the ceiling. And a ViT's
+// patch embedding (a strided Conv2d), in GFLOP/s.
 //   cmake --workflow --preset release && build/release/benchmarks/heed_bench_nn_vision
 #include <benchmark/benchmark.h>
 
@@ -73,6 +74,23 @@ void BM_cbam_16bit(benchmark::State& state) {
   set_counters(state, sizeof(T));
 }
 
+// nn::Conv2d with kernel = stride = 16 on a 224 × 224 image, 3 → 768 channels: ViT-B/16's patch
+// embedding (torchvision's conv_proj), one image; GFLOP/s of its 2 · 768 · 196 · 768 flops. Strides
+// other than 1 run on the GEMM (kernels/detail/conv2d_gemm.hpp).
+void BM_conv2d_patch_embedding(benchmark::State& state) {
+  heed::set_num_threads(static_cast<int>(state.range(0)));
+  const heed::nn::Conv2d<float> conv({.in_channels = 3, .out_channels = 768, .kernel_size = 16, .stride = 16});
+  const auto image = heed::randn<float>({1, 3, 224, 224}, 1);
+  for (auto _ : state) {
+    auto y = conv(image);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * 768 * 196 * 768 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["images/s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_conv2d_patch_embedding)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_copy)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_se)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_spatial)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();

@@ -31,7 +31,7 @@ TYPED_TEST(Conv2d, MatchesTheReferenceOverKernelsPaddingsAndStrides) {
   for (index_t k : {1, 3, 7})
     for (auto [H, W] : {std::pair<index_t, index_t>{7, 9}, {13, 5}, {32, 32}, {1, 17}})
       for (index_t pad : {index_t{0}, k / 2, k})
-        for (index_t stride : {1, 2}) {
+        for (index_t stride : {1, 2, 3, 4}) {
           if (H + 2 * pad < k || W + 2 * pad < k) continue;
           const auto x = heed::randn<T>({2, 3, H, W}, seed++);
           const auto w = heed::randn<T>({4, 3, k, k}, seed++);
@@ -45,6 +45,35 @@ TYPED_TEST(Conv2d, MatchesTheReferenceOverKernelsPaddingsAndStrides) {
           EXPECT_TRUE(heed::test::all_close(got, expected, tol))
               << "k " << k << ", " << H << "x" << W << ", pad " << pad << ", stride " << stride;
         }
+}
+
+// Strides other than 1 run on the GEMM (kernels/detail/conv2d_gemm.hpp): a ViT's patch
+// embedding (kernel = stride = 16, sides that are not multiples of 16), receptive fields over
+// several chunks of output pixels (K = 300 · 9 = 2700: chunks of 384 pixels of 2500), on one and
+// two workers, one sample (each GEMM on all the workers) and three (a task each).
+TYPED_TEST(Conv2d, StridedOnTheGemmPatchEmbeddingAndChunks) {
+  using T = TypeParam;
+  const heed::test::Tolerance tol =
+      sizeof(T) == 8 ? heed::test::Tolerance{1e-12, 1e-12} : heed::test::Tolerance{2e-5, 2e-5};
+  struct Case {
+    index_t B, C, H, W, O, k, pad, stride;
+  };
+  std::uint64_t seed = 50;
+  for (const Case c : {Case{1, 3, 64, 64, 32, 16, 0, 16}, Case{3, 3, 70, 50, 8, 16, 0, 16},
+                       Case{1, 300, 100, 100, 4, 3, 1, 2}, Case{3, 5, 33, 31, 6, 5, 2, 4}})
+    for (const int threads : {1, 2}) {
+      SCOPED_TRACE(testing::Message() << "B " << c.B << " C " << c.C << " " << c.H << "x" << c.W << " O " << c.O
+                                      << " k " << c.k << " pad " << c.pad << " stride " << c.stride << " threads "
+                                      << threads);
+      const auto x = heed::randn<T>({c.B, c.C, c.H, c.W}, seed++);
+      auto w = heed::randn<T>({c.O, c.C, c.k, c.k}, seed++);
+      for (index_t i = 0; i < w.numel(); ++i) w.data()[i] /= T(c.k * 4);  // outputs of order 1
+      const auto bias = heed::randn<T>({c.O}, seed++);
+      const auto got = heed::conv2d(x, w, bias.view(), {.padding = c.pad, .stride = c.stride, .num_threads = threads});
+      const auto expected = heed::reference::conv2d(heed::reference::to_double(x), heed::reference::to_double(w),
+                                                    heed::reference::to_double(bias), c.pad, c.stride);
+      EXPECT_TRUE(heed::test::all_close(got, expected, tol));
+    }
 }
 
 // No input channels (PyTorch allows them): every output is its channel's bias, at stride 1 (the

@@ -1,9 +1,11 @@
 #pragma once
 // 2-D convolution (cross-correlation, as torch.nn.functional.conv2d), NCHW, zero padding.
-// A direct kernel, parallel over (batch, output channel): at stride 1 each output plane is
+// At stride 1, a direct kernel, parallel over (batch, output channel): each output plane is
 // accumulated in registers, a few rows × one vector of columns at a time, from the input planes
-// copied once into zero-padded scratch (simd::conv2d_plane, through the kernel table); other
-// strides run a plain strided loop. No im2col buffer.
+// copied once into zero-padded scratch (simd::conv2d_plane, through the kernel table), with no
+// im2col buffer. Other strides run on heed's GEMM (kernels/detail/conv2d_gemm.hpp): the
+// receptive fields of a chunk of output pixels gathered into columns (im2col) and multiplied by
+// the filters as one matrix, so a ViT's patch embedding (kernel = stride = 16) is one GEMM.
 
 #include <algorithm>
 #include <string>
@@ -14,6 +16,7 @@
 
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/kernels/detail/conv2d_direct.hpp"
+#include "heed/kernels/detail/conv2d_gemm.hpp"
 
 namespace heed {
 
@@ -58,7 +61,11 @@ template <TensorLike X, TensorLike Wt>
   Tensor<T, 4> x_storage, w_storage;
   const auto xd = contiguous(xv, x_storage);
   const auto wd = contiguous(wv, w_storage);
-  if (out.numel() > 0) detail::conv2d_direct<T>(xd, wd, bias, out.view(), options.padding, stride, options.num_threads);
+  if (out.numel() == 0) return out;
+  if (stride == 1)
+    detail::conv2d_direct<T>(xd, wd, bias, out.view(), options.padding, stride, options.num_threads);
+  else
+    detail::conv2d_gemm<T>(xd, wd, bias, out.view(), options.padding, stride, options.num_threads);
   return out;
 }
 

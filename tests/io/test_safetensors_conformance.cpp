@@ -28,10 +28,12 @@ std::string entry(const std::string& name, const std::string& dtype, const std::
 // Rule 4: the header is UTF-8; a tensor name or metadata text may use any code point.
 TEST(SafeTensorsRules, R4_HeaderIsValidUtf8) {
   const auto st = SafeTensors::from_bytes(
-      file_with_header("{" + entry("caf\xc3\xa9.\xf0\x9f\x98\x80", "F32", "[1]", 0, 4) + "}", 4), "ok.safetensors");
+      file_with_header(std::string("{") + entry("caf\xc3\xa9.\xf0\x9f\x98\x80", "F32", "[1]", 0, 4) + "}", 4),
+      "ok.safetensors");
   EXPECT_TRUE(st.contains("caf\xc3\xa9.\xf0\x9f\x98\x80"));
   for (const char* bad : {"\xff", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82", "\xf4\x90\x80\x80", "\x80"})
-    expect_rejected(file_with_header("{" + entry(std::string("w") + bad, "F32", "[1]", 0, 4) + "}", 4), "UTF-8");
+    expect_rejected(file_with_header(std::string("{") + entry(std::string("w") + bad, "F32", "[1]", 0, 4) + "}", 4),
+                    "UTF-8");
 }
 
 // Rule 5: the header starts with '{' (no leading whitespace or byte-order mark).

@@ -725,6 +725,25 @@ def bmm():
     }, {"torch": torch.__version__})
 
 
+@fixture
+def conv2d_strided():
+    """torch.nn.Conv2d with strides and dilations: a ViT-style patch embedding (kernel = stride =
+    16, sides not multiples of 16), stride 2 with dilation 2 and padding, dilation 3 without bias."""
+    torch.manual_seed(13)
+    patch = torch.nn.Conv2d(3, 24, kernel_size=16, stride=16)
+    dilated = torch.nn.Conv2d(4, 6, kernel_size=3, stride=2, padding=2, dilation=2)
+    dilated3 = torch.nn.Conv2d(4, 5, kernel_size=3, dilation=3, bias=False)
+    image = torch.randn(2, 3, 48, 40)
+    x = torch.randn(2, 4, 19, 23)
+    with torch.no_grad():
+        tensors = {"image": image, "x": x, "patch.output": patch(image), "dilated.output": dilated(x),
+                   "dilated3.output": dilated3(x)}
+    tensors.update(_prefixed("patch.", patch))
+    tensors.update(_prefixed("dilated.", dilated))
+    tensors.update(_prefixed("dilated3.", dilated3))
+    save("conv2d_strided", tensors, {"torch": torch.__version__})
+
+
 def main(names):
     torch.set_num_threads(1)  # one thread: the same reduction order, so a rerun writes the same bytes
     for name in names or FIXTURES:

@@ -47,31 +47,35 @@ TYPED_TEST(Conv2d, MatchesTheReferenceOverKernelsPaddingsAndStrides) {
         }
 }
 
-// Strides other than 1 run on the GEMM (kernels/detail/conv2d_gemm.hpp): a ViT's patch
-// embedding (kernel = stride = 16, sides that are not multiples of 16), receptive fields over
+// Strides and dilations other than 1 run on the GEMM (kernels/detail/conv2d_gemm.hpp): a ViT's
+// patch embedding (kernel = stride = 16, sides that are not multiples of 16), dilation 2 and 3
+// with and without stride and padding, receptive fields over
 // several chunks of output pixels (K = 300 · 9 = 2700: chunks of 384 pixels of 2500), on one and
 // two workers, one sample (each GEMM on all the workers) and three (a task each).
-TYPED_TEST(Conv2d, StridedOnTheGemmPatchEmbeddingAndChunks) {
+TYPED_TEST(Conv2d, StridedAndDilatedOnTheGemm) {
   using T = TypeParam;
   const heed::test::Tolerance tol =
       sizeof(T) == 8 ? heed::test::Tolerance{1e-12, 1e-12} : heed::test::Tolerance{2e-5, 2e-5};
   struct Case {
-    index_t B, C, H, W, O, k, pad, stride;
+    index_t B, C, H, W, O, k, pad, stride, dilation = 1;
   };
   std::uint64_t seed = 50;
-  for (const Case c : {Case{1, 3, 64, 64, 32, 16, 0, 16}, Case{3, 3, 70, 50, 8, 16, 0, 16},
-                       Case{1, 300, 100, 100, 4, 3, 1, 2}, Case{3, 5, 33, 31, 6, 5, 2, 4}})
+  for (const Case& c :
+       {Case{1, 3, 64, 64, 32, 16, 0, 16}, Case{3, 3, 70, 50, 8, 16, 0, 16}, Case{1, 300, 100, 100, 4, 3, 1, 2},
+        Case{3, 5, 33, 31, 6, 5, 2, 4}, Case{2, 4, 19, 23, 5, 3, 2, 1, 2}, Case{2, 4, 19, 23, 5, 3, 0, 2, 2},
+        Case{1, 3, 17, 17, 4, 5, 4, 3, 3}})
     for (const int threads : {1, 2}) {
       SCOPED_TRACE(testing::Message() << "B " << c.B << " C " << c.C << " " << c.H << "x" << c.W << " O " << c.O
-                                      << " k " << c.k << " pad " << c.pad << " stride " << c.stride << " threads "
-                                      << threads);
+                                      << " k " << c.k << " pad " << c.pad << " stride " << c.stride << " dilation "
+                                      << c.dilation << " threads " << threads);
       const auto x = heed::randn<T>({c.B, c.C, c.H, c.W}, seed++);
       auto w = heed::randn<T>({c.O, c.C, c.k, c.k}, seed++);
       for (index_t i = 0; i < w.numel(); ++i) w.data()[i] /= T(c.k * 4);  // outputs of order 1
       const auto bias = heed::randn<T>({c.O}, seed++);
-      const auto got = heed::conv2d(x, w, bias.view(), {.padding = c.pad, .stride = c.stride, .num_threads = threads});
+      const auto got = heed::conv2d(
+          x, w, bias.view(), {.padding = c.pad, .stride = c.stride, .dilation = c.dilation, .num_threads = threads});
       const auto expected = heed::reference::conv2d(heed::reference::to_double(x), heed::reference::to_double(w),
-                                                    heed::reference::to_double(bias), c.pad, c.stride);
+                                                    heed::reference::to_double(bias), c.pad, c.stride, c.dilation);
       EXPECT_TRUE(heed::test::all_close(got, expected, tol));
     }
 }
@@ -102,6 +106,14 @@ TEST(Conv2dErrors, NameTheShapes) {
   }
   EXPECT_THROW((void)heed::conv2d(x, heed::randn<float>({2, 3, 7, 7}, 2)), heed::ShapeError);
   EXPECT_THROW((void)heed::conv2d(x, heed::randn<float>({2, 3, 3, 3}, 2), {}, {.stride = 0}), heed::ShapeError);
+  EXPECT_THROW((void)heed::conv2d(x, heed::randn<float>({2, 3, 3, 3}, 2), {}, {.dilation = 0}), heed::ShapeError);
+  try {  // a 3 × 3 kernel at dilation 3 reaches over 7 × 7: more than the 5 × 5 input
+    (void)heed::conv2d(x, heed::randn<float>({2, 3, 3, 3}, 2), {}, {.dilation = 3});
+    FAIL();
+  } catch (const heed::ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("the kernel is larger than the padded input"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dilation 3"), std::string::npos) << e.what();
+  }
   const auto bias = heed::randn<float>({3}, 3);
   EXPECT_THROW((void)heed::conv2d(x, heed::randn<float>({2, 3, 3, 3}, 2), bias.view()), heed::ShapeError);
 }

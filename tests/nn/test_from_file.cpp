@@ -14,6 +14,7 @@
 #include "heed/nn/conv2d.hpp"
 #include "support/compare.hpp"
 #include "support/files.hpp"
+#include "support/golden.hpp"
 
 namespace {
 
@@ -186,6 +187,26 @@ TEST(Conv2dModule, ChecksChannelsAndParameterShapes) {
   heed::nn::Conv2d<float> target({.in_channels = 3, .out_channels = 4, .kernel_size = 3});
   expect_error<heed::ShapeError>([&] { target.load(wrong, ""); }, {"\"weight\"", "[4, 3, 5, 5]", "[4, 3, 3, 3]"});
   EXPECT_THROW(heed::nn::Conv2d<float>({.in_channels = 0, .out_channels = 4}), heed::ShapeError);
+  EXPECT_THROW(heed::nn::Conv2d<float>({.in_channels = 3, .out_channels = 4, .dilation = 0}), heed::ShapeError);
+}
+
+// torch.nn.Conv2d with strides and dilations (tests/golden/generate.py, fixture conv2d_strided),
+// loaded by name: a ViT-style patch embedding, stride 2 with dilation 2, dilation 3 without bias.
+TEST(Conv2dModule, StridedAndDilatedMatchPyTorch) {
+  const auto fx = heed::test::golden("conv2d_strided");
+  const heed::test::Tolerance tol{1e-5, 1e-5};
+  heed::nn::Conv2d<float> patch({.in_channels = 3, .out_channels = 24, .kernel_size = 16, .stride = 16});
+  patch.load(fx, "patch.");
+  EXPECT_TRUE(heed::test::all_close(patch(fx.get<float, 4>("image")), fx.get<float, 4>("patch.output"), tol));
+  heed::nn::Conv2d<float> dilated(
+      {.in_channels = 4, .out_channels = 6, .kernel_size = 3, .stride = 2, .padding = 2, .dilation = 2});
+  dilated.load(fx, "dilated.");
+  const auto x = fx.get<float, 4>("x");
+  EXPECT_TRUE(heed::test::all_close(dilated(x), fx.get<float, 4>("dilated.output"), tol));
+  heed::nn::Conv2d<float> dilated3(
+      {.in_channels = 4, .out_channels = 5, .kernel_size = 3, .dilation = 3, .bias = false});
+  dilated3.load(fx, "dilated3.");
+  EXPECT_TRUE(heed::test::all_close(dilated3(x), fx.get<float, 4>("dilated3.output"), tol));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #pragma once
-// Conv2d = torch.nn.Conv2d (square kernel, zero padding, groups = 1, dilation = 1), with an
+// Conv2d = torch.nn.Conv2d (square kernel, zero padding, groups = 1), with an
 // optional ReLU fused after the bias. State dict: weight [out, in, k, k], bias [out].
 
 #include <optional>
@@ -20,6 +20,7 @@ struct Conv2dOptions {
   index_t kernel_size = 3;   ///< a square kernel of this side
   index_t stride = 1;        ///< the step between output positions
   index_t padding = 0;       ///< zeros added on every side
+  index_t dilation = 1;      ///< the step between kernel taps
   bool bias = true;          ///< whether a bias is added
   std::uint64_t seed = 0;    ///< for the PyTorch-style initialization used until load()
 };
@@ -67,19 +68,21 @@ class Conv2d {
     if (v.size(1) != options_.in_channels)
       throw ShapeError("heed::nn::Conv2d: expected " + std::to_string(options_.in_channels) + " input channels, x is " +
                        to_string(v.shape()));
-    Tensor<Scalar, 4> y =
-        conv2d(v, weight_, bias_.view(), heed::Conv2dOptions{.padding = options_.padding, .stride = options_.stride});
+    Tensor<Scalar, 4> y = conv2d(
+        v, weight_, bias_.view(),
+        heed::Conv2dOptions{.padding = options_.padding, .stride = options_.stride, .dilation = options_.dilation});
     if (activation) apply_activation(*activation, y.data(), y.numel());
     return y;
   }
 
  private:
   static const Conv2dOptions& checked(const Conv2dOptions& o) {
-    if (o.in_channels < 1 || o.out_channels < 1 || o.kernel_size < 1 || o.stride < 1 || o.padding < 0)
+    if (o.in_channels < 1 || o.out_channels < 1 || o.kernel_size < 1 || o.stride < 1 || o.padding < 0 || o.dilation < 1)
       throw ShapeError("heed::nn::Conv2d: in_channels " + std::to_string(o.in_channels) + ", out_channels " +
                        std::to_string(o.out_channels) + ", kernel_size " + std::to_string(o.kernel_size) + ", stride " +
-                       std::to_string(o.stride) + ", padding " + std::to_string(o.padding) +
-                       ": channels, kernel size and stride must be >= 1, padding >= 0");
+                       std::to_string(o.stride) + ", padding " + std::to_string(o.padding) + ", dilation " +
+                       std::to_string(o.dilation) +
+                       ": channels, kernel size, stride and dilation must be >= 1, padding >= 0");
     return o;
   }
 

@@ -22,10 +22,10 @@ namespace heed {
 
 /// The options of heed::conv2d (torch.nn.functional.conv2d's stride, padding and dilation).
 struct Conv2dOptions {
-  index_t padding = 0;  ///< zeros added on every side
-  index_t stride = 1;   ///< the step between output positions, in both directions
+  index_t padding = 0;   ///< zeros added on every side
+  index_t stride = 1;    ///< the step between output positions, in both directions
   index_t dilation = 1;  ///< the step between kernel taps, in both directions
-  int num_threads = 0;  ///< 0: heed::num_threads()
+  int num_threads = 0;   ///< 0: heed::num_threads()
 };
 
 /// torch.nn.functional.conv2d(x, w, bias, stride, padding, dilation) for x [B, Cin, H, W] and

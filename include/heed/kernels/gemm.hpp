@@ -69,7 +69,7 @@ class PackedMatrix {
       bias_.assign(static_cast<std::size_t>(panels * nr), Acc(0));
       std::transform(bias, bias + n, bias_.begin(), [](Storage b) { return static_cast<Acc>(b); });
     }
-    for (index_t p = 0; p < panels; ++p) {
+    for (index_t p = 0; p < panels && k > 0; ++p) {  // k = 0: nothing to copy (w may be null)
       const index_t width = std::min(nr, n - p * nr);
       Storage* panel = data_.data() + p * depth_ * nr;
       const Storage* first = w + p * nr * row_stride;  // W[p · nr, 0]

@@ -16,6 +16,7 @@
 #include "heed/nn/linear.hpp"
 #include "heed/nn/multihead_attention.hpp"
 #include "heed/nn/positional_encoding.hpp"
+#include "heed/nn/renamed.hpp"
 #include "heed/nn/rms_norm.hpp"
 #include "heed/nn/seed/additive_attention.hpp"
 #include "heed/nn/seed/attention_classifier.hpp"

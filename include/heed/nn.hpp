@@ -33,4 +33,5 @@
 #include "heed/nn/vision/cbam.hpp"
 #include "heed/nn/vision/se_block.hpp"
 #include "heed/nn/vision/spatial_attention.hpp"
+#include "heed/nn/vision/vision_transformer.hpp"
 #include "heed/nn/weights.hpp"

@@ -744,6 +744,50 @@ def conv2d_strided():
     save("conv2d_strided", tensors, {"torch": torch.__version__})
 
 
+def _vit_forward_with_weights(model, images):
+    """torchvision's VisionTransformer.forward, block by block, with each block's attention
+    weights per head (its EncoderBlock asks for none)."""
+    x = model._process_input(images)
+    x = torch.cat([model.class_token.expand(x.shape[0], -1, -1), x], dim=1)
+    x = x + model.encoder.pos_embedding
+    weights = []
+    for block in model.encoder.layers:
+        y = block.ln_1(x)
+        y, w = block.self_attention(y, y, y, need_weights=True, average_attn_weights=False)
+        weights.append(w)
+        x = x + y
+        x = x + block.mlp(block.ln_2(x))
+    return model.heads(model.encoder.ln(x)[:, 0]), weights
+
+
+@fixture
+def vision_transformer():
+    """torchvision.models.VisionTransformer (28 x 28 images, 4 x 4 patches, 3 blocks of width 48,
+    3 heads) with random weights (the zero-initialized class token and head randomized too):
+    logits and each block's per-head attention weights in float; the logits of the model and
+    images rounded to bfloat16, run by PyTorch in bfloat16 and in float64 (the value heed's
+    bfloat16 model approaches: it rounds less often than PyTorch)."""
+    from torchvision.models import VisionTransformer
+    torch.manual_seed(17)
+    model = VisionTransformer(image_size=28, patch_size=4, num_layers=3, num_heads=3, hidden_dim=48, mlp_dim=96,
+                              num_classes=10).eval()
+    with torch.no_grad():
+        model.class_token.normal_()
+        model.heads.head.weight.normal_(std=0.2)
+        model.heads.head.bias.normal_()
+        images = torch.randn(2, 3, 28, 28)
+        logits, weights = _vit_forward_with_weights(model, images)
+        assert torch.equal(logits, model(images))
+        tensors = {"images": images, "logits": logits}
+        tensors.update(_prefixed("model.", model))
+        tensors.update({f"weights.{i}": w for i, w in enumerate(weights)})
+        images16 = images.bfloat16()
+        model16 = model.bfloat16()
+        tensors["logits_bf16"] = model16(images16)
+        tensors["logits_bf16_in_f64"] = model16.double()(images16.double())
+    save("vision_transformer", tensors, {"torch": torch.__version__})
+
+
 def main(names):
     torch.set_num_threads(1)  # one thread: the same reduction order, so a rerun writes the same bytes
     for name in names or FIXTURES:

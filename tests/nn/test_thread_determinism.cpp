@@ -1,6 +1,6 @@
 // "Deterministic" (docs/design.md, Threads): every output is bit for bit the same on 1, 2 and 8
 // workers and on a program's executor, over attention (prefill with weights, decode, bfloat16),
-// the GEMM (Linear, and split into column chunks), SwiGLU, the encoder, a decoder's cached steps, and CBAM. Each
+// the GEMM (Linear, and split into column chunks), SwiGLU, the encoder, a decoder's cached steps, CBAM and a ViT. Each
 // worker's share depends on the work, never on the worker count: a tile or a row block is computed the same way whoever
 // computes it. The preset `tsan` runs this file under ThreadSanitizer.
 #include <gtest/gtest.h>
@@ -22,6 +22,7 @@
 #include "heed/nn/transformer_decoder.hpp"
 #include "heed/nn/transformer_encoder.hpp"
 #include "heed/nn/vision/cbam.hpp"
+#include "heed/nn/vision/vision_transformer.hpp"
 
 namespace {
 
@@ -119,6 +120,26 @@ TEST(ThreadDeterminism, SwiGLU) {
     append(out, mlp(x));
     append(out, mlp16(x16));
     append(out, mlp16(heed::cast<heed::bfloat16>(heed::randn<float>({1, 64}, 18))));
+    return out;
+  });
+}
+
+// A ViT (its head is zero until load(), so every block's weights stand for its output).
+TEST(ThreadDeterminism, VisionTransformer) {
+  const heed::nn::VisionTransformer<float> vit({.image_size = 32,
+                                                .patch_size = 4,
+                                                .num_layers = 2,
+                                                .num_heads = 4,
+                                                .hidden_dim = 64,
+                                                .mlp_dim = 128,
+                                                .num_classes = 10,
+                                                .seed = 19});
+  const auto images = heed::randn<float>({3, 3, 32, 32}, 20);
+  expect_the_same_on_any_workers([&] {
+    Bits out;
+    const auto r = vit.forward(images, {.need_weights = true});
+    for (const auto& w : r.weights) append(out, w);
+    append(out, vit.tokens(images));
     return out;
   });
 }

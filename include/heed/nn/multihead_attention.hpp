@@ -201,10 +201,11 @@ class MultiheadAttention {
   /// out = skip + self_attention(x) (no weights): an encoder layer's residual connection, the
   /// output projection's GEMM adding `skip` as it writes `out`. skip and out are [B, L, E]
   /// tensors (or views of them) with x's shape; either may be x itself: x is read (projected)
-  /// before anything is written.
+  /// before anything is written. The call's need_weights is ignored: when `weights` is not
+  /// null it receives the weights of every head, [B, H, L, L] (the call's cache adds columns).
   template <TensorLike X>
   void add_self_attention(const X& x, const TensorView<const Scalar, 3>& skip, const TensorView<Scalar, 3>& out,
-                          const MultiheadAttentionCall<Scalar>& call) const {
+                          const MultiheadAttentionCall<Scalar>& call, Tensor<Scalar, 4>* weights = nullptr) const {
     const auto xv = as_view(x);
     const Shape<3> expected{xv.size(0), xv.size(1), options_.embed_dim};
     if (skip.shape() != expected || out.shape() != expected || !skip.is_contiguous() || !out.is_contiguous())
@@ -212,12 +213,14 @@ class MultiheadAttention {
                        to_string(out.shape()) + " must be contiguous and match x " + to_string(xv.shape()));
     std::optional<detail::CacheStore<Scalar>> store;
     if (call.cache) store.emplace(checked(*call.cache, call, xv.size(0)));
-    (void)block_.forward(xv, xv, xv, torch_masks(call, xv.size(0), xv.size(1), xv.size(1)),
-                         {.masked_rows = call.masked_rows,
-                          .kv_store = store ? &*store : nullptr,
-                          .skip = skip.data(),
-                          .out = out.data(),
-                          .stats = call.stats});
+    auto r = block_.forward(xv, xv, xv, torch_masks(call, xv.size(0), xv.size(1), xv.size(1)),
+                            {.need_weights = weights != nullptr,
+                             .masked_rows = call.masked_rows,
+                             .kv_store = store ? &*store : nullptr,
+                             .skip = skip.data(),
+                             .out = out.data(),
+                             .stats = call.stats});
+    if (weights) *weights = std::move(r.weights);
   }
 
  private:

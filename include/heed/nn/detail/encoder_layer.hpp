@@ -32,10 +32,14 @@ struct EncoderLayerConfig {
   std::uint64_t seed = 0;
 };
 
-// Where a layout keeps the feed-forward block: torch's linear1./linear2., the seed's ffn.0./ffn.3.
+// Where a layout keeps its sub-modules: torch's names by default; the seed's feed-forward block
+// is ffn.0./ffn.3., torchvision's ViT block self_attention., mlp.0./mlp.3., ln_1./ln_2.
 struct EncoderNames {
-  const char* linear1;
-  const char* linear2;
+  const char* linear1 = "linear1.";
+  const char* linear2 = "linear2.";
+  const char* self_attn = "self_attn.";
+  const char* norm1 = "norm1.";
+  const char* norm2 = "norm2.";
 };
 
 // x [B, L, d_model] as a contiguous view (copied into `storage` only if it is not contiguous);
@@ -89,18 +93,19 @@ class EncoderLayer {
 
   template <nn::WeightSource S>
   void load(const nn::Loader<S>& from, const EncoderNames& names) {
-    self_attn_.load(from.child("self_attn."));
+    self_attn_.load(from.child(names.self_attn));
     linear1_.load(from.child(names.linear1));
     linear2_.load(from.child(names.linear2));
-    norm1_.load(from.child("norm1."));
-    norm2_.load(from.child("norm2."));
+    norm1_.load(from.child(names.norm1));
+    norm2_.load(from.child(names.norm2));
   }
 
   // out = layer(x), both contiguous [B, L, d_model] (validated by the caller); out may be x
   // (the stack chains layers in place). x is not copied: the first residual connection reads
-  // it in the output projection's GEMM.
-  void forward(const TensorView<const Scalar, 3>& x, const TensorView<Scalar, 3>& out,
-               const nn::EncoderCall& call) const {
+  // it in the output projection's GEMM. `weights`, when not null, receives the self-attention's
+  // weights per head, [B, H, L, L].
+  void forward(const TensorView<const Scalar, 3>& x, const TensorView<Scalar, 3>& out, const nn::EncoderCall& call,
+               Tensor<Scalar, 4>* weights = nullptr) const {
     const index_t d = config_.d_model, rows = x.numel() / d;
     // out = skip + self_attn(in), the skip added by the output projection's GEMM
     const auto add_attention = [&](const auto& in, const TensorView<const Scalar, 3>& skip) {
@@ -108,7 +113,8 @@ class EncoderLayer {
                                     {.key_padding_mask = call.src_key_padding_mask,
                                      .is_causal = call.is_causal,
                                      .masked_rows = call.masked_rows,
-                                     .sparse = call.sparse});
+                                     .sparse = call.sparse},
+                                    weights);
     };
     const auto add_feed_forward = [&](const Scalar* in) {
       detail::add_feed_forward(linear1_, linear2_, config_.activation, in, out.data(), rows);

@@ -90,7 +90,79 @@ void BM_conv2d_patch_embedding(benchmark::State& state) {
   state.counters["images/s"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// ViT-B/16 (torchvision's vit_b_16 shapes: 224 × 224, 12 blocks of width 768, 12 heads, MLP
+// 3072, 1000 classes) with its initial weights, `state.range(1)` images per call; GFLOP/s of its
+// multiply-adds (patch GEMM, projections, attention's two products, MLP, head).
+double vit_b16_flops() {
+  const double L = 197, D = 768, F = 3072, patches = 196;
+  const double block = 2 * L * D * 3 * D + 2 * 2 * L * L * D + 2 * L * D * D + 2 * 2 * L * D * F;
+  return 2 * patches * 3 * 256 * D + 12 * block + 2 * D * 1000;
+}
+
+template <class Scalar>
+const heed::nn::VisionTransformer<Scalar>& vit_b16() {
+  static const heed::nn::VisionTransformer<Scalar> model(heed::nn::VisionTransformerOptions{});
+  return model;
+}
+
+template <class Scalar>
+void BM_vision_transformer(benchmark::State& state) {
+  heed::set_num_threads(static_cast<int>(state.range(0)));
+  const auto& model = vit_b16<Scalar>();
+  const index_t batch = state.range(1);
+  const auto images = heed::cast<Scalar>(heed::randn<float>({batch, 3, 224, 224}, 2));
+  for (auto _ : state) {
+    auto logits = model(images);
+    benchmark::DoNotOptimize(logits.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(vit_b16_flops() * static_cast<double>(batch) * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["images/s"] =
+      benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ViT-B/16's tokens (the patch GEMM, class token and position embedding) beside one Linear GEMM
+// of the same size, [196, 768] · [768, 768]ᵀ: the stem's overhead over its GEMM.
+void BM_vit_b16_tokens(benchmark::State& state) {
+  heed::set_num_threads(static_cast<int>(state.range(0)));
+  const auto& model = vit_b16<float>();
+  const auto image = heed::randn<float>({1, 3, 224, 224}, 3);
+  for (auto _ : state) {
+    auto tokens = model.tokens(image);
+    benchmark::DoNotOptimize(tokens.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * 196 * 768 * 768 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_linear_196x768x768(benchmark::State& state) {
+  heed::set_num_threads(static_cast<int>(state.range(0)));
+  const heed::nn::Linear<float> linear({.in_features = 768, .out_features = 768});
+  const auto x = heed::randn<float>({196, 768}, 4);
+  for (auto _ : state) {
+    auto y = linear(x);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * 196 * 768 * 768 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 BENCHMARK(BM_conv2d_patch_embedding)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_vit_b16_tokens)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_linear_196x768x768)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_vision_transformer<float>)
+    ->ArgNames({"threads", "batch"})
+    ->Args({1, 1})
+    ->Args({2, 1})
+    ->Args({1, 8})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_vision_transformer<heed::bfloat16>)
+    ->ArgNames({"threads", "batch"})
+    ->Args({1, 1})
+    ->Args({2, 1})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_copy)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_se)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_spatial)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();

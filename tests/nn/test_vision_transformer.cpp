@@ -113,6 +113,16 @@ TEST(VisionTransformer, TokensAreTheClassTokenAndTheConvolvedPatchesPlusPosition
   EXPECT_TRUE(heed::test::all_close(model.tokens(view), got, {0, 0}));
 }
 
+// Built without its random initialization (nn::load_new): the same logits, bit for bit.
+TEST(VisionTransformer, LoadNewGivesTheSameModel) {
+  const auto fx = heed::test::golden("vision_transformer");
+  const auto model = heed::nn::load_new<heed::nn::VisionTransformer<float>>(kFixture, fx, "model.", {.strict = true});
+  const auto images = fx.get<float, 4>("images");
+  EXPECT_TRUE(heed::test::all_close(model(images), fixture_model<float>(fx)(images), {0, 0}));
+  EXPECT_THROW((void)heed::nn::load_new<heed::nn::VisionTransformer<float>>(kFixture, fx, "absent."),
+               heed::FormatError);
+}
+
 TEST(VisionTransformer, LoadsThroughARenamedSourceAndRejectsWrongShapesAndOptions) {
   const auto fx = heed::test::golden("vision_transformer");
   // a checkpoint whose keys carry a wrapper's prefix ("module." from DataParallel)

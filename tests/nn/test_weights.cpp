@@ -2,6 +2,10 @@
 
 #include "heed/core/random.hpp"
 #include "heed/io/safetensors.hpp"
+#include "heed/nn/conv2d.hpp"
+#include "heed/nn/linear.hpp"
+#include "heed/nn/multihead_attention.hpp"
+#include "heed/nn/swiglu.hpp"
 #include "heed/nn/weights.hpp"
 #include "support/compare.hpp"
 
@@ -108,6 +112,66 @@ TEST(Loader, DefaultInitMatchesPyTorchsBounds) {
   EXPECT_LE(hi, 0.1f);
   EXPECT_LT(lo, -0.09f);  // the whole range is used
   EXPECT_GT(hi, 0.09f);
+}
+
+}  // namespace
+
+namespace {
+
+// nn::load_new: the module built without its random initialization and loaded gives the same
+// numbers as one built, initialized, then loaded; a missing parameter is load()'s error; the
+// constructors initialize again afterwards.
+TEST(LoadNew, BuildsWithoutInitializationAndLoadsEveryParameter) {
+  TensorDict d;
+  d.set("attn.in_proj_weight", heed::randn<float>({24, 8}, 1)).set("attn.in_proj_bias", heed::randn<float>({24}, 2));
+  d.set("attn.out_proj.weight", heed::randn<float>({8, 8}, 3)).set("attn.out_proj.bias", heed::randn<float>({8}, 4));
+  d.set("mlp.gate_proj.weight", heed::randn<float>({12, 8}, 5))
+      .set("mlp.up_proj.weight", heed::randn<float>({12, 8}, 6));
+  d.set("mlp.down_proj.weight", heed::randn<float>({8, 12}, 7));
+  d.set("conv.weight", heed::randn<float>({4, 2, 3, 3}, 8)).set("conv.bias", heed::randn<float>({4}, 9));
+  const heed::nn::MultiheadAttentionOptions attn_options{.embed_dim = 8, .num_heads = 2};
+  const heed::nn::SwiGLUOptions mlp_options{.dim = 8, .hidden_dim = 12};
+  const heed::nn::Conv2dOptions conv_options{.in_channels = 2, .out_channels = 4, .kernel_size = 3, .stride = 2};
+
+  const auto attn = heed::nn::load_new<heed::nn::MultiheadAttention<float>>(attn_options, d, "attn.", {.strict = true});
+  heed::nn::MultiheadAttention<float> attn_loaded(attn_options);
+  attn_loaded.load(d, "attn.");
+  const auto x = heed::randn<float>({2, 5, 8}, 10);
+  EXPECT_TRUE(heed::test::all_close(attn(x, x, x).output, attn_loaded(x, x, x).output, {0, 0}));
+  const auto y = heed::randn<float>({2, 3, 8}, 11);  // cross-attention: the separate projections
+  EXPECT_TRUE(heed::test::all_close(attn(y, x, x).output, attn_loaded(y, x, x).output, {0, 0}));
+
+  const auto mlp = heed::nn::load_new<heed::nn::SwiGLU<float>>(mlp_options, d, "mlp.");
+  heed::nn::SwiGLU<float> mlp_loaded(mlp_options);
+  mlp_loaded.load(d, "mlp.");
+  EXPECT_TRUE(heed::test::all_close(mlp(x), mlp_loaded(x), {0, 0}));
+
+  const auto conv = heed::nn::load_new<heed::nn::Conv2d<float>>(conv_options, d, "conv.");
+  heed::nn::Conv2d<float> conv_loaded(conv_options);
+  conv_loaded.load(d, "conv.");
+  const auto image = heed::randn<float>({1, 2, 7, 9}, 12);
+  EXPECT_TRUE(heed::test::all_close(conv(image), conv_loaded(image), {0, 0}));
+
+  // a missing parameter: load()'s FormatError, and the next module is initialized as usual
+  EXPECT_THROW((void)heed::nn::load_new<heed::nn::Linear<float>>(
+                   heed::nn::LinearOptions{.in_features = 8, .out_features = 3}, d, "absent."),
+               heed::FormatError);
+  const heed::nn::Linear<float> fresh({.in_features = 8, .out_features = 3});
+  EXPECT_EQ(fresh.weight().shape(), (heed::Shape<2>{3, 8}));
+  EXPECT_NE(fresh.weight()(0, 0), 0.0f);
+}
+
+// Linear from its parameters: the same as set(), and set()'s errors.
+TEST(LoadNew, LinearFromItsParameters) {
+  const auto w = heed::randn<float>({3, 4}, 13);
+  const auto b = heed::randn<float>({3}, 14);
+  const heed::nn::Linear<float> made({.in_features = 4, .out_features = 3}, w, b);
+  heed::nn::Linear<float> set({.in_features = 4, .out_features = 3});
+  set.set(w, b);
+  const auto x = heed::randn<float>({5, 4}, 15);
+  EXPECT_TRUE(heed::test::all_close(made(x), set(x), {0, 0}));
+  EXPECT_THROW(heed::nn::Linear<float>({.in_features = 4, .out_features = 3}, heed::randn<float>({4, 3}, 16), b),
+               heed::ShapeError);
 }
 
 }  // namespace

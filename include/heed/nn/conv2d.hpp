@@ -29,14 +29,15 @@ struct Conv2dOptions {
 template <class Scalar = float>
 class Conv2d {
  public:
-  /// The module for `o`, initialized as PyTorch initializes it (from heed's seeded generator) until load().
-  explicit Conv2d(const Conv2dOptions& o)
-      : options_(checked(o)),
-        weight_(torch_default_init<Scalar, 4>({o.out_channels, o.in_channels, o.kernel_size, o.kernel_size},
-                                              o.in_channels * o.kernel_size * o.kernel_size, o.seed)),
-        bias_(o.bias ? torch_default_init<Scalar, 1>({o.out_channels}, o.in_channels * o.kernel_size * o.kernel_size,
-                                                     o.seed + 1)
-                     : Tensor<Scalar, 1>()) {}
+  /// The module for `o`, initialized as PyTorch initializes it (from heed's seeded generator) until
+  /// load() (under nn::load_new: empty until load()).
+  explicit Conv2d(const Conv2dOptions& o) : options_(checked(o)) {
+    if (detail::skip_initialization()) return;
+    const index_t fan_in = o.in_channels * o.kernel_size * o.kernel_size;
+    weight_ =
+        torch_default_init<Scalar, 4>({o.out_channels, o.in_channels, o.kernel_size, o.kernel_size}, fan_in, o.seed);
+    if (o.bias) bias_ = torch_default_init<Scalar, 1>({o.out_channels}, fan_in, o.seed + 1);
+  }
 
   /// The options it was built with.
   [[nodiscard]] const Conv2dOptions& options() const noexcept { return options_; }

@@ -27,13 +27,17 @@ template <class Scalar = float>
 class Linear {
  public:
   Linear() = default;
-  /// The module for `o`, initialized as PyTorch initializes it (from heed's seeded generator) until load().
-  explicit Linear(const LinearOptions& o)
-      : options_(checked(o)),
-        weight_(torch_default_init<Scalar, 2>({o.out_features, o.in_features}, o.in_features, o.seed)),
-        bias_(o.bias ? torch_default_init<Scalar, 1>({o.out_features}, o.in_features, o.seed + 1)
-                     : Tensor<Scalar, 1>()) {
+  /// The module for `o`, initialized as PyTorch initializes it (from heed's seeded generator) until
+  /// load() (under nn::load_new: empty until load()).
+  explicit Linear(const LinearOptions& o) : options_(checked(o)) {
+    if (detail::skip_initialization()) return;
+    weight_ = torch_default_init<Scalar, 2>({o.out_features, o.in_features}, o.in_features, o.seed);
+    if (o.bias) bias_ = torch_default_init<Scalar, 1>({o.out_features}, o.in_features, o.seed + 1);
     repack();
+  }
+  /// The module for `o` with these parameters (as set() takes them; ShapeError otherwise), packed once.
+  Linear(const LinearOptions& o, Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias) : options_(checked(o)) {
+    set(std::move(weight), std::move(bias));
   }
 
   /// The options it was built with.

@@ -124,7 +124,7 @@ class SwiGLU {
   // after load): a decoding step's feed-forward block is then two parallel regions, not three.
   void pack() {
     const index_t d = options_.dim, F = options_.hidden_dim;
-    if (F < 1) return;
+    if (F < 1 || gate_proj_.weight().empty()) return;  // empty: under nn::load_new, until load()
     Tensor<Scalar, 2> w({2 * F, d}, uninitialized);
     std::copy_n(gate_proj_.weight().data(), F * d, w.data());
     std::copy_n(up_proj_.weight().data(), F * d, w.data() + F * d);

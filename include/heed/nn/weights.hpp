@@ -10,6 +10,7 @@
 #include <concepts>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -19,6 +20,9 @@
 #include "heed/core/error.hpp"
 #include "heed/core/random.hpp"
 #include "heed/core/tensor.hpp"
+
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/nn/detail/initialization.hpp"
 
 namespace heed::nn {
 
@@ -242,6 +246,23 @@ void load_module(Module& module, const Source& source, const std::string& prefix
   const Loader<Source> from(source, prefix, options);
   module.load(from);
   from.finish();
+}
+
+/// A `Module` built with `options` and loaded from `source` under `prefix`, without the random
+/// initialization its constructor would do first: its Linear and Conv2d parameters are left
+/// empty until load() sets every one of them (a missing one is load()'s FormatError, and no
+/// module is returned). For large models, whose initialization takes longer than loading:
+/// `auto vit = heed::nn::load_new<heed::nn::VisionTransformer<float>>(options, file);`
+template <class Module, class Options, WeightSource Source>
+[[nodiscard]] Module load_new(const Options& options, const Source& source, const std::string& prefix = "",
+                              LoadOptions load_options = {}) {
+  std::optional<Module> module;
+  {
+    const detail::WithoutInitialization scope;
+    module.emplace(options);
+  }
+  module->load(source, prefix, load_options);
+  return std::move(*module);
 }
 
 /// PyTorch's default initialization of nn.Linear and nn.Conv2d weights and biases:

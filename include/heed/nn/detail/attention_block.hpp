@@ -148,10 +148,10 @@ class AttentionBlock {
   void pack() {
     const index_t E = options_.embed_dim, kv = kv_width(), n = E + 2 * kv;
     qkv_proj_ = nn::Linear<Scalar>();
-    if (options_.kdim != E || options_.vdim != E) return;
-    Tensor<Scalar, 2> w({n, E});
+    if (options_.kdim != E || options_.vdim != E || q_proj.weight().empty()) return;  // empty: nn::load_new
+    Tensor<Scalar, 2> w({n, E}, uninitialized);
     Tensor<Scalar, 1> b;
-    if (options_.bias) b = Tensor<Scalar, 1>({n});
+    if (options_.bias) b = Tensor<Scalar, 1>({n}, uninitialized);
     index_t row = 0;
     for (const nn::Linear<Scalar>* part : {&q_proj, &k_proj, &v_proj}) {
       const index_t rows = part->weight().size(0);
@@ -159,8 +159,8 @@ class AttentionBlock {
       if (options_.bias) std::copy_n(part->bias().data(), rows, b.data() + row);
       row += rows;
     }
-    qkv_proj_ = nn::Linear<Scalar>({.in_features = E, .out_features = n, .bias = options_.bias});
-    qkv_proj_.set(std::move(w), std::move(b));
+    qkv_proj_ =
+        nn::Linear<Scalar>({.in_features = E, .out_features = n, .bias = options_.bias}, std::move(w), std::move(b));
   }
 
   // query [B, Lq, E], key [B, Lk, kdim], value [B, Lk, vdim]: checked here (ShapeError naming

@@ -77,11 +77,15 @@ class VisionTransformer {
         class_token_({o.hidden_dim}, Scalar(0)),
         ln_({.normalized_shape = o.hidden_dim, .eps = o.eps}),
         head_({.in_features = o.hidden_dim, .out_features = o.num_classes, .seed = o.seed + 2}) {
-    Tensor<float, 2> pos = randn<float>({sequence_length(), o.hidden_dim}, o.seed + 3);
-    for (index_t i = 0; i < pos.numel(); ++i) pos.data()[i] *= 0.02f;
-    pos_embedding_ = cast<Scalar>(pos);
-    head_.set(Tensor<Scalar, 2>({o.num_classes, o.hidden_dim}, Scalar(0)),
-              Tensor<Scalar, 1>({o.num_classes}, Scalar(0)));
+    if (detail::skip_initialization()) {  // nn::load_new: load() sets every parameter
+      pos_embedding_ = Tensor<Scalar, 2>({sequence_length(), o.hidden_dim}, uninitialized);
+    } else {
+      Tensor<float, 2> pos = randn<float>({sequence_length(), o.hidden_dim}, o.seed + 3);
+      for (index_t i = 0; i < pos.numel(); ++i) pos.data()[i] *= 0.02f;
+      pos_embedding_ = cast<Scalar>(pos);
+      head_.set(Tensor<Scalar, 2>({o.num_classes, o.hidden_dim}, Scalar(0)),
+                Tensor<Scalar, 1>({o.num_classes}, Scalar(0)));
+    }
     for (index_t i = 0; i < o.num_layers; ++i)
       layers_.emplace_back(detail::EncoderLayerConfig{.d_model = o.hidden_dim,
                                                       .nhead = o.num_heads,

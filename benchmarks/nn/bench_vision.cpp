@@ -7,6 +7,8 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <string>
 
 #include "heed/core/cast.hpp"
 #include "heed/core/random.hpp"
@@ -147,6 +149,59 @@ void BM_linear_196x768x768(benchmark::State& state) {
       benchmark::Counter(2.0 * 196 * 768 * 768 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Building ViT-B/16 and loading it from a safetensors file (346 MB, torchvision's names, random
+// values; written once to the temporary directory and read from the page cache): the
+// constructor then load() (range 0), or nn::load_new, which skips the initialization (range 1).
+void BM_vit_b16_build_and_load(benchmark::State& state) {
+  heed::set_num_threads(1);
+  static const std::filesystem::path path = [] {
+    const auto file = std::filesystem::temp_directory_path() / "heed_bench_vit_b16.safetensors";
+    heed::io::SafeTensorsWriter w;
+    const index_t D = 768, F = 3072;
+    std::uint64_t seed = 100;
+    const auto add1 = [&](const std::string& name, index_t n) { w.add(name, heed::randn<float>({n}, seed++)); };
+    const auto add2 = [&](const std::string& name, index_t n, index_t k) {
+      w.add(name, heed::randn<float>({n, k}, seed++));
+    };
+    w.add("class_token", heed::randn<float>({1, 1, D}, seed++));
+    w.add("conv_proj.weight", heed::randn<float>({D, 3, 16, 16}, seed++));
+    add1("conv_proj.bias", D);
+    w.add("encoder.pos_embedding", heed::randn<float>({1, 197, D}, seed++));
+    for (int i = 0; i < 12; ++i) {
+      const std::string p = "encoder.layers.encoder_layer_" + std::to_string(i) + ".";
+      for (const char* part :
+           {"ln_1.weight", "ln_1.bias", "ln_2.weight", "ln_2.bias", "self_attention.out_proj.bias", "mlp.3.bias"})
+        add1(p + part, D);
+      add2(p + "self_attention.in_proj_weight", 3 * D, D);
+      add1(p + "self_attention.in_proj_bias", 3 * D);
+      add2(p + "self_attention.out_proj.weight", D, D);
+      add2(p + "mlp.0.weight", F, D);
+      add1(p + "mlp.0.bias", F);
+      add2(p + "mlp.3.weight", D, F);
+    }
+    add1("encoder.ln.weight", D);
+    add1("encoder.ln.bias", D);
+    add2("heads.head.weight", 1000, D);
+    add1("heads.head.bias", 1000);
+    w.write(file);
+    return file;
+  }();
+  const auto file = heed::io::SafeTensors::open(path);
+  const heed::nn::VisionTransformerOptions options;
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      heed::nn::VisionTransformer<float> model(options);
+      model.load(file, "", {.strict = true});
+      benchmark::DoNotOptimize(&model);
+    } else {
+      auto model = heed::nn::load_new<heed::nn::VisionTransformer<float>>(options, file, "", {.strict = true});
+      benchmark::DoNotOptimize(&model);
+    }
+  }
+  state.counters["MB/s"] = benchmark::Counter(static_cast<double>(std::filesystem::file_size(path)) * 1e-6,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
 BENCHMARK(BM_conv2d_patch_embedding)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_vit_b16_tokens)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_linear_196x768x768)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
@@ -163,6 +218,7 @@ BENCHMARK(BM_vision_transformer<heed::bfloat16>)
     ->Args({2, 1})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_vit_b16_build_and_load)->ArgName("load_new")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_copy)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_se)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_spatial)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();

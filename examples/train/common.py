@@ -101,3 +101,18 @@ class CBAM(torch.nn.Module):
         max_out, _ = torch.max(x, dim=1, keepdim=True)
         sa = self.spatial_attn(torch.cat([avg_out, max_out], dim=1))
         return x * sa, ca.view(b, c), sa
+
+
+def vit_forward_with_weights(model, images):
+    """torchvision's VisionTransformer.forward, block by block, with each block's attention weights
+    per head, [N, H, L, L] (its EncoderBlock asks for none): (logits, weights)."""
+    x = model._process_input(images)
+    x = torch.cat([model.class_token.expand(x.shape[0], -1, -1), x], dim=1) + model.encoder.pos_embedding
+    weights = []
+    for block in model.encoder.layers:
+        y = block.ln_1(x)
+        y, w = block.self_attention(y, y, y, need_weights=True, average_attn_weights=False)
+        weights.append(w)
+        x = x + y
+        x = x + block.mlp(block.ln_2(x))
+    return model.heads(model.encoder.ln(x)[:, 0]), weights

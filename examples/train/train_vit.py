@@ -27,7 +27,7 @@ import pathlib
 import torch
 from torchvision.models import VisionTransformer
 
-from common import save_safetensors
+from common import save_safetensors, vit_forward_with_weights
 
 DIGITS = pathlib.Path("/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz")
 OUT = pathlib.Path(__file__).resolve().parent.parent / "data"
@@ -53,20 +53,6 @@ def upscale(images, size=28):
             bottom = (1 - wx) * x[:, y1, x0] + wx * x[:, y1, x1]
             out[:, oy, ox] = (1 - wy) * top + wy * bottom
     return out.float().unsqueeze(1).expand(n, 3, size, size).contiguous()
-
-
-def attention_weights(model, images):
-    """Each block's attention weights per head, [N, H, L, L] (torchvision's blocks ask for none)."""
-    x = model._process_input(images)
-    x = torch.cat([model.class_token.expand(x.shape[0], -1, -1), x], dim=1) + model.encoder.pos_embedding
-    weights = []
-    for block in model.encoder.layers:
-        y = block.ln_1(x)
-        y, w = block.self_attention(y, y, y, need_weights=True, average_attn_weights=False)
-        weights.append(w)
-        x = x + y
-        x = x + block.mlp(block.ln_2(x))
-    return weights
 
 
 def cls_maps(weights, side):
@@ -119,7 +105,7 @@ def main():
     model.eval()
     with torch.no_grad():
         logits = model(x_test)
-        last, rollout = cls_maps(attention_weights(model, x_test[:SHOWN]), CONFIG["image_size"] // CONFIG["patch_size"])
+        last, rollout = cls_maps(vit_forward_with_weights(model, x_test[:SHOWN])[1], CONFIG["image_size"] // CONFIG["patch_size"])
     predictions = logits.argmax(1)
     accuracy = (predictions == y_test).float().mean().item()
     print(f"PyTorch test accuracy: {accuracy:.4f}")

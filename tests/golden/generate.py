@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """Writes heed's golden fixtures: inputs, parameters and PyTorch's outputs, as safetensors.
 
-Run with Debian's interpreter after `apt-get install python3-torch python3-numpy`
-(PyTorch 1.13; the `python3` earlier on PATH may be another interpreter without torch):
+Run with Debian's interpreter after `apt-get install python3-torch python3-numpy` (PyTorch
+1.13; python3-torchvision too for the fixture vision_transformer; the `python3` earlier on PATH
+may be another interpreter without torch):
 
     /usr/bin/python3 tests/golden/generate.py            # all fixtures
     /usr/bin/python3 tests/golden/generate.py softmax    # only the named ones
 
 The fixtures are committed; the tests read them and never need PyTorch. Every fixture is
-seeded, so a rerun with the same PyTorch rewrites the same bytes.
+seeded, so a rerun with the same PyTorch and BLAS (Debian's reference BLAS wrote them: see
+docs/decisions.md, "Fixtures and the BLAS") rewrites the same bytes.
 Debian has no Python safetensors package, so the format is written by hand, in
 examples/train/common.py (shared with the demo's training scripts, as are the seed's modules).
 """
@@ -23,7 +25,7 @@ import torch
 HERE = pathlib.Path(__file__).resolve().parent
 # The seed's PyTorch modules and the safetensors writer, shared with the demo's training scripts.
 sys.path.insert(0, str(HERE.parent.parent / "examples" / "train"))
-from common import CBAM, AttentionClassifier, PositionalEncoding, save_safetensors  # noqa: E402
+from common import CBAM, AttentionClassifier, PositionalEncoding, save_safetensors, vit_forward_with_weights  # noqa: E402
 FIXTURES = {}
 
 
@@ -744,22 +746,6 @@ def conv2d_strided():
     save("conv2d_strided", tensors, {"torch": torch.__version__})
 
 
-def _vit_forward_with_weights(model, images):
-    """torchvision's VisionTransformer.forward, block by block, with each block's attention
-    weights per head (its EncoderBlock asks for none)."""
-    x = model._process_input(images)
-    x = torch.cat([model.class_token.expand(x.shape[0], -1, -1), x], dim=1)
-    x = x + model.encoder.pos_embedding
-    weights = []
-    for block in model.encoder.layers:
-        y = block.ln_1(x)
-        y, w = block.self_attention(y, y, y, need_weights=True, average_attn_weights=False)
-        weights.append(w)
-        x = x + y
-        x = x + block.mlp(block.ln_2(x))
-    return model.heads(model.encoder.ln(x)[:, 0]), weights
-
-
 @fixture
 def vision_transformer():
     """torchvision.models.VisionTransformer (28 x 28 images, 4 x 4 patches, 3 blocks of width 48,
@@ -776,7 +762,7 @@ def vision_transformer():
         model.heads.head.weight.normal_(std=0.2)
         model.heads.head.bias.normal_()
         images = torch.randn(2, 3, 28, 28)
-        logits, weights = _vit_forward_with_weights(model, images)
+        logits, weights = vit_forward_with_weights(model, images)
         assert torch.equal(logits, model(images))
         tensors = {"images": images, "logits": logits}
         tensors.update(_prefixed("model.", model))

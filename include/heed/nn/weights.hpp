@@ -14,6 +14,8 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "heed/core/cast.hpp"
@@ -253,9 +255,9 @@ void load_module(Module& module, const Source& source, const std::string& prefix
 /// empty until load() sets every one of them (a missing one is load()'s FormatError, and no
 /// module is returned). For large models, whose initialization takes longer than loading:
 /// `auto vit = heed::nn::load_new<heed::nn::VisionTransformer<float>>(options, file);`
-template <class Module, class Options, WeightSource Source>
-[[nodiscard]] Module load_new(const Options& options, const Source& source, const std::string& prefix = "",
-                              LoadOptions load_options = {}) {
+template <class Module, WeightSource Source>
+[[nodiscard]] Module load_new(const std::remove_cvref_t<decltype(std::declval<const Module&>().options())>& options,
+                              const Source& source, const std::string& prefix = "", LoadOptions load_options = {}) {
   std::optional<Module> module;
   {
     const detail::WithoutInitialization scope;

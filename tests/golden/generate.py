@@ -543,6 +543,36 @@ def transformer_encoder():
 
 
 @fixture
+def torch_masks():
+    """The masks PyTorch's Transformer modules take, in the shapes and dtypes they take them:
+    nn.TransformerEncoder with a float mask [L, L] (random values and -inf) and a bool mask
+    [B*H, L, L] (a different pattern per head); nn.TransformerDecoder with
+    generate_square_subsequent_mask as tgt_mask (float [L, L]) and a float memory_mask [B*H, L, S]."""
+    torch.manual_seed(23)
+    E, H, F, B, L, S = 24, 3, 40, 2, 11, 7
+    x, memory = torch.randn(B, L, E), torch.randn(B, S, E)
+    float_mask = torch.randn(L, L)
+    float_mask[torch.rand(L, L) > 0.7] = float("-inf")
+    float_mask.fill_diagonal_(0.0)                  # every query keeps a key
+    head_mask = torch.rand(B * H, L, L) > 0.6       # True = NOT allowed
+    head_mask[:, torch.arange(L), torch.arange(L)] = False
+    memory_mask = torch.randn(B * H, L, S)
+    memory_mask[:, :, 3] = float("-inf")
+    t = {"x": x, "memory": memory, "float_mask": float_mask, "head_mask": head_mask, "memory_mask": memory_mask}
+    enc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(E, H, F, batch_first=True), num_layers=2).eval()
+    dec = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(E, H, F, batch_first=True), num_layers=2).eval()
+    with torch.no_grad():
+        t["enc.output_float"] = enc(x, mask=float_mask)
+        t["enc.output_heads"] = enc(x, mask=head_mask)
+        subsequent = torch.nn.Transformer.generate_square_subsequent_mask(L)
+        t["subsequent"] = subsequent
+        t["dec.output"] = dec(x, memory, tgt_mask=subsequent, memory_mask=memory_mask)
+    for prefix, m in (("enc.", enc), ("dec.", dec)):
+        t.update(_prefixed(prefix + "module.", m))
+    save("torch_masks", t, {"torch": torch.__version__})
+
+
+@fixture
 def sparse_attention():
     """nn.MultiheadAttention and a 2-layer nn.TransformerEncoder with Longformer's and BigBird's
     patterns written out as dense boolean masks (true = not allowed), which heed gets as

@@ -12,6 +12,7 @@
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/masked_rows.hpp"
 #include "heed/nn/kv_cache.hpp"
+#include "heed/nn/torch_mask.hpp"
 
 namespace heed::nn {
 
@@ -66,17 +67,18 @@ class DecoderCache {
   std::vector<std::optional<ProjectedKV<Scalar>>> memory_;
 };
 
-/// The per-call options of TransformerDecoderLayer and TransformerDecoder. Bool masks follow
-/// PyTorch: true = NOT allowed; a float mask goes in the *_bias fields (added to the scores).
+/// The per-call options of TransformerDecoderLayer and TransformerDecoder. tgt_mask and
+/// memory_mask are PyTorch's (nn/torch_mask.hpp): bool, true = NOT allowed, or floating point,
+/// added to the scores (`generate_square_subsequent_mask`'s -inf triangle is run as a causal mask).
 template <class Scalar>
 struct DecoderCall {
-  TensorView<const bool, 3> tgt_mask{};                 ///< [1 or B·H, L, L], self-attention
-  TensorView<const bool, 3> memory_mask{};              ///< [1 or B·H, L, S], cross-attention
+  TorchMask tgt_mask{};                                 ///< [L, L], [B·H, L, L] or [1, L, L], self-attention
+  TorchMask memory_mask{};                              ///< [L, S], [B·H, L, S] or [1, L, S], cross-attention
   TensorView<const bool, 2> tgt_key_padding_mask{};     ///< [B, L] (with a cache: [B, cached + L])
   TensorView<const bool, 2> memory_key_padding_mask{};  ///< [B, S]
   bool tgt_is_causal = false;                           ///< target position i attends to j <= i only
-  TensorView<const Scalar, 3> tgt_bias{};               ///< a float tgt_mask
-  TensorView<const Scalar, 3> memory_bias{};            ///< a float memory_mask
+  TensorView<const Scalar, 3> tgt_bias{};               ///< a float tgt_mask in Scalar (kept for older code)
+  TensorView<const Scalar, 3> memory_bias{};            ///< a float memory_mask in Scalar (kept for older code)
   MaskedRows masked_rows = MaskedRows::zero;            ///< MaskedRows::nan: PyTorch 1.13's fully masked rows
   /// From make_cache: each call appends its target positions to the self-attention caches and
   /// attends causally over everything cached (tgt_mask and tgt_bias then do not apply); the

@@ -8,8 +8,9 @@
 //
 // PyTorch's mask conventions are translated here, at the boundary, into heed's typed masks:
 // key_padding_mask (bool [B, Lk], true = ignore) → mask::KeyPadding; a bool attn_mask (true =
-// NOT allowed, [Lq, Lk] or [B·H, Lq, Lk]) → mask::Allowed of its negation; a float attn_mask →
-// mask::Bias; is_causal → mask::Causal.
+// NOT allowed, [Lq, Lk] or [B·H, Lq, Lk]) → mask::Allowed of its negation; a floating-point
+// attn_mask → mask::Bias; an attn_mask that is exactly the causal triangle, and is_causal →
+// mask::Causal (nn/torch_mask.hpp).
 //
 // With a KV cache (make_cache(), then {.cache = &cache} in each call; nn/kv_cache.hpp), a call
 // projects only its new positions, appends their keys and values to the cache and attends
@@ -31,12 +32,14 @@
 #include "heed/kernels/attention.hpp"
 #include "heed/nn/kv_cache.hpp"
 #include "heed/nn/linear.hpp"
+#include "heed/nn/torch_mask.hpp"
 #include "heed/nn/weights.hpp"
 #include "heed/simd/kernel_table.hpp"
 #include "heed/kernels/dynamic_mask.hpp"
 
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/nn/detail/attention_block.hpp"
+#include "heed/nn/detail/torch_masks.hpp"
 
 namespace heed::nn {
 
@@ -56,13 +59,15 @@ struct MultiheadAttentionOptions {
 template <class Scalar>
 struct MultiheadAttentionCall {
   TensorView<const bool, 2> key_padding_mask{};  ///< [B, Lk], true = ignore this key
-  TensorView<const bool, 3> attn_mask{};         ///< [1 or B·H, Lq, Lk], true = NOT allowed
-  TensorView<const Scalar, 3> attn_bias{};       ///< a float attn_mask: [1 or B·H, Lq, Lk], added
-  bool need_weights = true;                      ///< PyTorch's default
-  bool average_attn_weights = true;              ///< weights [B, 1, Lq, Lk] averaged over heads
-  bool is_causal = false;                        ///< a causal mask (with no attn_mask given)
-  MaskedRows masked_rows = MaskedRows::zero;     ///< MaskedRows::nan: PyTorch 1.13's fully masked rows
-  KVCache<Scalar>* cache = nullptr;              ///< append the new keys/values and attend over all cached
+  /// PyTorch's attn_mask (nn/torch_mask.hpp): bool, true = NOT allowed, or floating point, added;
+  /// [Lq, Lk], [B·H, Lq, Lk] or [1, Lq, Lk].
+  TorchMask attn_mask{};
+  TensorView<const Scalar, 3> attn_bias{};    ///< a float mask in Scalar, as attn_mask takes it (kept for older code)
+  bool need_weights = true;                   ///< PyTorch's default
+  bool average_attn_weights = true;           ///< weights [B, 1, Lq, Lk] averaged over heads
+  bool is_causal = false;                     ///< a causal mask (with no attn_mask given)
+  MaskedRows masked_rows = MaskedRows::zero;  ///< MaskedRows::nan: PyTorch 1.13's fully masked rows
+  KVCache<Scalar>* cache = nullptr;           ///< append the new keys/values and attend over all cached
   /// A sparse pattern over [Lq, Lk] (mask::Sparse: a window, global tokens, a block layout),
   /// heed's form of a dense attn_mask for long sequences; combines with the other masks. Not
   /// with a cache, add_bias_kv or add_zero_attn.
@@ -274,13 +279,14 @@ class MultiheadAttention {
     // with a cache, every cached key and the new ones
     const index_t Lk0 = new_keys + (call.cache ? call.cache->max_length() : 0);
     const index_t H = options_.num_heads, Lk = Lk0 + block_.extra_keys();
-    const auto fail = [&](const std::string& what, const std::string& shape) {
-      throw ShapeError("heed::nn::MultiheadAttention: " + what + " has shape " + shape + ", expected " +
-                       (what == "key_padding_mask"
-                            ? to_string(Shape<2>{B, Lk0})
-                            : "[" + std::to_string(Lq) + ", " + std::to_string(Lk0) + "] or [" + std::to_string(B * H) +
-                                  ", " + std::to_string(Lq) + ", " + std::to_string(Lk0) + "]"));
-    };
+    const bool has_bias = !call.attn_bias.is_null();
+    if (has_bias && !call.attn_mask.is_null())
+      throw ShapeError("heed::nn::MultiheadAttention: give attn_mask or attn_bias (a float attn_mask), not both");
+    const TorchMask attn = has_bias ? TorchMask(call.attn_bias) : call.attn_mask;
+    detail::check_torch_masks({.module = "MultiheadAttention",
+                               .attn_mask = has_bias ? "attn_bias" : "attn_mask",
+                               .key_padding_mask = "key_padding_mask"},
+                              B, H, Lq, Lk0, call.key_padding_mask, attn);
     mask::Dynamic<Scalar> masks;
     if (call.sparse) {
       if (call.cache || block_.extra_keys() > 0)
@@ -291,34 +297,12 @@ class MultiheadAttention {
     }
     if (call.is_causal && !call.cache) masks.causal.emplace();  // a cache brings its own
     if (!call.key_padding_mask.is_null()) {
-      if (call.key_padding_mask.shape() != Shape<2>{B, Lk0})
-        fail("key_padding_mask", to_string(call.key_padding_mask.shape()));
       Tensor<bool, 2> pad({B, Lk});  // extra columns visible
       for (index_t b = 0; b < B; ++b)
         for (index_t j = 0; j < Lk0; ++j) pad(b, j) = call.key_padding_mask(b, j);
       masks.padding.emplace(std::move(pad));
     }
-    // attn_mask (bool, true = not allowed) or attn_bias (float) → [B|1, H|1, Lq, Lk]
-    const auto expand = [&](const auto& m, auto fill, auto convert, const char* what) {
-      using T = std::remove_cvref_t<decltype(fill)>;
-      const index_t n = m.size(0);
-      if ((n != 1 && n != B * H) || m.size(1) != Lq || m.size(2) != Lk0) fail(what, to_string(m.shape()));
-      Tensor<T, 4> out(Shape<4>{n == 1 ? 1 : B, n == 1 ? 1 : H, Lq, Lk}, fill);
-      for (index_t i = 0; i < n; ++i)
-        for (index_t r = 0; r < Lq; ++r)
-          for (index_t j = 0; j < Lk0; ++j) out(i / H, i % H, r, j) = convert(m(i, r, j));
-      return out;
-    };
-    const bool has_bool = !call.attn_mask.is_null(), has_float = !call.attn_bias.is_null();
-    if (has_bool && has_float)
-      throw ShapeError("heed::nn::MultiheadAttention: give attn_mask (bool) or attn_bias (float), not both");
-    if (has_bool)
-      masks.allowed.emplace(expand(
-          call.attn_mask, true, [](bool hidden) { return !hidden; }, "attn_mask"));
-    if (has_float)
-      masks.bias.emplace(expand(
-          call.attn_bias, accumulator_t<Scalar>(0), [](Scalar x) { return static_cast<accumulator_t<Scalar>>(x); },
-          "attn_bias"));
+    detail::add_torch_mask(attn, B, H, Lk, masks);
     return masks;
   }
 

@@ -79,8 +79,8 @@ class TransformerDecoder {
   [[nodiscard]] Tensor<Scalar, 3> operator()(const T& tgt, const M& memory,
                                              const DecoderCall<Scalar>& call = {}) const {
     Tensor<Scalar, 3> tgt_storage, memory_storage;
-    const auto [x, m] = detail::decoder_inputs<Scalar>(tgt, memory, layers_.front().config(), options_.num_layers,
-                                                       call.cache, "TransformerDecoder", tgt_storage, memory_storage);
+    const auto [x, m] = detail::decoder_inputs<Scalar>(tgt, memory, layers_.front().config(), options_.num_layers, call,
+                                                       "TransformerDecoder", tgt_storage, memory_storage);
     Tensor<Scalar, 3> out(x.shape(), uninitialized);
     layers_.front().forward(x, m, out.view(), call, call.cache, 0);  // then layer by layer in place
     for (std::size_t i = 1; i < layers_.size(); ++i)

@@ -75,8 +75,8 @@ class TransformerDecoderLayer {
   [[nodiscard]] Tensor<Scalar, 3> operator()(const T& tgt, const M& memory,
                                              const DecoderCall<Scalar>& call = {}) const {
     Tensor<Scalar, 3> tgt_storage, memory_storage;
-    const auto [x, m] = detail::decoder_inputs<Scalar>(tgt, memory, layer_.config(), 1, call.cache,
-                                                       "TransformerDecoderLayer", tgt_storage, memory_storage);
+    const auto [x, m] = detail::decoder_inputs<Scalar>(tgt, memory, layer_.config(), 1, call, "TransformerDecoderLayer",
+                                                       tgt_storage, memory_storage);
     Tensor<Scalar, 3> out(x.shape(), uninitialized);
     layer_.forward(x, m, out.view(), call, call.cache, 0);
     return out;

@@ -65,7 +65,9 @@ class TransformerEncoder {
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, 3> operator()(const X& x, const EncoderCall& call = {}) const {
     Tensor<Scalar, 3> storage;
-    return stack_.forward(detail::encoder_input(x, options_.d_model, "TransformerEncoder", storage), call);
+    const auto in = detail::encoder_input(x, options_.d_model, "TransformerEncoder", storage);
+    detail::check_encoder_masks(call, in.shape(), options_.nhead, "TransformerEncoder");
+    return stack_.forward(in, call);
   }
 
  private:

@@ -64,6 +64,7 @@ class TransformerEncoderLayer {
   [[nodiscard]] Tensor<Scalar, 3> operator()(const X& x, const EncoderCall& call = {}) const {
     Tensor<Scalar, 3> storage;
     const auto in = detail::encoder_input(x, options_.d_model, "TransformerEncoderLayer", storage);
+    detail::check_encoder_masks(call, in.shape(), options_.nhead, "TransformerEncoderLayer");
     Tensor<Scalar, 3> out(in.shape(), uninitialized);
     layer_.forward(in, out.view(), call);
     return out;

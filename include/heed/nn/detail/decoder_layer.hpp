@@ -16,6 +16,7 @@
 
 #define HEED_INTERNAL_HEADER_ALLOWED
 #include "heed/nn/detail/encoder_layer.hpp"
+#include "heed/nn/detail/torch_masks.hpp"
 
 // The Transformer decoder layer and stack behind torch's TransformerDecoderLayer /
 // TransformerDecoder (heed/nn/transformer_decoder*.hpp).
@@ -112,11 +113,44 @@ class DecoderLayer {
   nn::LayerNorm<Scalar> norm1_, norm2_, norm3_;
 };
 
-// Checks a decoder call's tensors and cache; returns tgt and memory as contiguous views.
+// The call's masks, checked under their names (the per-layer attentions then find them valid).
+template <class Scalar>
+void check_decoder_masks(const nn::DecoderCall<Scalar>& call, index_t B, index_t H, index_t L, index_t S,
+                         const char* who) {
+  const bool self_bias = !call.tgt_bias.is_null(), cross_bias = !call.memory_bias.is_null();
+  const TorchMaskNames self_names{.module = who,
+                                  .attn_mask = self_bias ? "tgt_bias" : "tgt_mask",
+                                  .key_padding_mask = "tgt_key_padding_mask",
+                                  .heads = "nhead",
+                                  .queries = "L",
+                                  .keys = call.cache ? "cached + L" : "L"};
+  const TorchMaskNames cross_names{.module = who,
+                                   .attn_mask = cross_bias ? "memory_bias" : "memory_mask",
+                                   .key_padding_mask = "memory_key_padding_mask",
+                                   .heads = "nhead",
+                                   .queries = "L",
+                                   .keys = "S"};
+  if (self_bias && !call.tgt_mask.is_null())
+    throw_mask_error(self_names, "give tgt_mask or tgt_bias (a float tgt_mask), not both");
+  if (cross_bias && !call.memory_mask.is_null())
+    throw_mask_error(cross_names, "give memory_mask or memory_bias (a float memory_mask), not both");
+  const nn::TorchMask self = self_bias ? nn::TorchMask(call.tgt_bias) : call.tgt_mask;
+  const nn::TorchMask cross = cross_bias ? nn::TorchMask(call.memory_bias) : call.memory_mask;
+  if (call.cache && !self.is_null())
+    throw_mask_error(self_names, std::string(self_names.attn_mask) +
+                                     " does not combine with a cache (the cache attends causally over everything "
+                                     "cached; use tgt_key_padding_mask)");
+  const index_t cached = call.cache ? call.cache->max_length() : 0;
+  check_torch_masks(self_names, B, H, L, cached + L, call.tgt_key_padding_mask, self);
+  check_torch_masks(cross_names, B, H, L, S, call.memory_key_padding_mask, cross);
+}
+
+// Checks a decoder call's tensors, masks and cache; returns tgt and memory as contiguous views.
 template <class Scalar, class T, class M>
 std::pair<TensorView<const Scalar, 3>, TensorView<const Scalar, 3>> decoder_inputs(
-    const T& tgt, const M& memory, const DecoderLayerConfig& c, index_t layers, const nn::DecoderCache<Scalar>* cache,
+    const T& tgt, const M& memory, const DecoderLayerConfig& c, index_t layers, const nn::DecoderCall<Scalar>& call,
     const char* who, Tensor<Scalar, 3>& tgt_storage, Tensor<Scalar, 3>& memory_storage) {
+  const nn::DecoderCache<Scalar>* cache = call.cache;
   static_assert(rank_of<T> == 3 && rank_of<M> == 3 && std::is_same_v<scalar_of<T>, Scalar> &&
                     std::is_same_v<scalar_of<M>, Scalar>,
                 "a decoder takes tgt [B, L, d_model] and memory [B, S, d_model] of its scalar type");
@@ -142,6 +176,7 @@ std::pair<TensorView<const Scalar, 3>, TensorView<const Scalar, 3>> decoder_inpu
                        std::to_string(projected->keys.size(1)) + " positions, this call's has " +
                        std::to_string(m.size(1)) + " (reset() the cache for a new memory)");
   }
+  check_decoder_masks(call, t.size(0), c.nhead, t.size(1), m.size(1), who);
   return {contiguous(t, tgt_storage), contiguous(m, memory_storage)};
 }
 

@@ -17,6 +17,9 @@
 #include "heed/nn/multihead_attention.hpp"
 #include "heed/nn/weights.hpp"
 
+#define HEED_INTERNAL_HEADER_ALLOWED
+#include "heed/nn/detail/torch_masks.hpp"
+
 // The Transformer encoder layer and stack behind torch's TransformerEncoderLayer /
 // TransformerEncoder (heed/nn/transformer_encoder*.hpp) and the seed's own pre-norm encoder
 // (heed/nn/seed/transformer_encoder.hpp): one forward pass, two sets of parameter names.
@@ -52,6 +55,19 @@ TensorView<const Scalar, 3> encoder_input(const X& x, index_t d_model, const cha
     throw ShapeError(std::string("heed::nn::") + who + ": expects d_model " + std::to_string(d_model) + ", got x " +
                      to_string(v.shape()));
   return contiguous(v, storage);
+}
+
+// The call's masks for x [B, L, d_model] in a layer of H heads, checked under torch's names
+// (the seed's modules call the padding mask key_padding_mask).
+inline void check_encoder_masks(const nn::EncoderCall& call, const Shape<3>& x, index_t H, const char* who,
+                                const char* padding_name = "src_key_padding_mask") {
+  check_torch_masks({.module = who,
+                     .attn_mask = "mask",
+                     .key_padding_mask = padding_name,
+                     .heads = "nhead",
+                     .queries = "L",
+                     .keys = "L"},
+                    x[0], H, x[1], x[1], call.src_key_padding_mask, call.mask);
 }
 
 // out[rows, d] += linear2(activation(linear1(in[rows, d]))), the bias and activation fused into
@@ -111,6 +127,7 @@ class EncoderLayer {
     const auto add_attention = [&](const auto& in, const TensorView<const Scalar, 3>& skip) {
       self_attn_.add_self_attention(in, skip, out,
                                     {.key_padding_mask = call.src_key_padding_mask,
+                                     .attn_mask = call.mask,
                                      .is_causal = call.is_causal,
                                      .masked_rows = call.masked_rows,
                                      .sparse = call.sparse},

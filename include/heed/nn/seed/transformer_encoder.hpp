@@ -63,6 +63,8 @@ class TransformerEncoderLayer {
   [[nodiscard]] Tensor<Scalar, 3> operator()(const X& x, TensorView<const bool, 2> key_padding_mask = {}) const {
     Tensor<Scalar, 3> storage;
     const auto in = heed::detail::encoder_input(x, options_.d_model, "seed::TransformerEncoderLayer", storage);
+    heed::detail::check_encoder_masks({.src_key_padding_mask = key_padding_mask}, in.shape(), options_.n_heads,
+                                      "seed::TransformerEncoderLayer", "key_padding_mask");
     Tensor<Scalar, 3> out(in.shape(), uninitialized);
     layer_.forward(in, out.view(), {.src_key_padding_mask = key_padding_mask});
     return out;
@@ -101,8 +103,10 @@ class TransformerEncoder {
   template <TensorLike X>
   [[nodiscard]] Tensor<Scalar, 3> operator()(const X& x, TensorView<const bool, 2> key_padding_mask = {}) const {
     Tensor<Scalar, 3> storage;
-    return stack_.forward(heed::detail::encoder_input(x, options_.d_model, "seed::TransformerEncoder", storage),
-                          {.src_key_padding_mask = key_padding_mask});
+    const auto in = heed::detail::encoder_input(x, options_.d_model, "seed::TransformerEncoder", storage);
+    heed::detail::check_encoder_masks({.src_key_padding_mask = key_padding_mask}, in.shape(), options_.n_heads,
+                                      "seed::TransformerEncoder", "key_padding_mask");
+    return stack_.forward(in, {.src_key_padding_mask = key_padding_mask});
   }
 
  private:

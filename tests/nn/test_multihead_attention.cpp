@@ -149,3 +149,32 @@ TEST(MultiheadAttention, AddSelfAttentionIsTheResidualConnection) {
 }
 
 }  // namespace
+
+namespace {
+
+// The q, k and v projections read their rows of the stacked q/k/v panels where E is a multiple
+// of the GEMM's panel width (64 here), and packed copies of their own where it is not (24):
+// either way, a query that is a copy of the key (three projections) gives the bits of the same
+// tensor (one stacked projection), after a load and from the constructor's initialization.
+TEST(MultiheadAttention, SeparateProjectionsGiveTheStackedBits) {
+  for (const index_t E : {64, 24}) {
+    MultiheadAttention<float> mha({.embed_dim = E, .num_heads = 4, .seed = 7});
+    for (const bool loaded : {false, true}) {
+      if (loaded) {
+        heed::nn::TensorDict weights;
+        weights.set("in_proj_weight", heed::randn<float>({3 * E, E}, 8));
+        weights.set("in_proj_bias", heed::randn<float>({3 * E}, 9));
+        weights.set("out_proj.weight", heed::randn<float>({E, E}, 10));
+        weights.set("out_proj.bias", heed::randn<float>({E}, 11));
+        mha.load(weights, "", {.strict = true});
+      }
+      const auto x = heed::randn<float>({2, 37, E}, 12);
+      const heed::Tensor<float, 3> copy(x.view());
+      const auto stacked = mha(x, x, x), separate = mha(x, copy, copy);
+      EXPECT_TRUE(all_close(separate.output, stacked.output, {0, 0})) << "E " << E << " loaded " << loaded;
+      EXPECT_TRUE(all_close(separate.weights, stacked.weights, {0, 0})) << "E " << E << " loaded " << loaded;
+    }
+  }
+}
+
+}  // namespace

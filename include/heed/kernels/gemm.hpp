@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -67,18 +68,18 @@ class PackedMatrix {
     const index_t panels = (n + nr - 1) / nr;
     // Only what the copies below leave unwritten is zeroed: the last panel's columns past n, or
     // everything where pairs (k padded to even); a ViT-B-sized model loads ~10% faster.
-    data_ = Tensor<Storage, 1>({panels * depth_ * nr}, uninitialized);
+    auto data = std::make_shared<Tensor<Storage, 1>>(Shape<1>{panels * depth_ * nr}, uninitialized);
     if (pairs_)
-      std::fill_n(data_.data(), data_.numel(), Storage(0));
+      std::fill_n(data->data(), data->numel(), Storage(0));
     else if (panels > 0 && n % nr != 0)
-      std::fill_n(data_.data() + (panels - 1) * depth_ * nr, depth_ * nr, Storage(0));
+      std::fill_n(data->data() + (panels - 1) * depth_ * nr, depth_ * nr, Storage(0));
     if (bias) {
       bias_.assign(static_cast<std::size_t>(panels * nr), Acc(0));
       std::transform(bias, bias + n, bias_.begin(), [](Storage b) { return static_cast<Acc>(b); });
     }
     for (index_t p = 0; p < panels && k > 0; ++p) {  // k = 0: nothing to copy (w may be null)
       const index_t width = std::min(nr, n - p * nr);
-      Storage* panel = data_.data() + p * depth_ * nr;
+      Storage* panel = data->data() + p * depth_ * nr;
       const Storage* first = w + p * nr * row_stride;  // W[p · nr, 0]
       if (pairs_) {
         for (index_t j = 0; j < width; ++j)
@@ -91,6 +92,19 @@ class PackedMatrix {
           for (index_t kk = 0; kk < k; ++kk) panel[kk * nr + j] = first[j * row_stride + kk * col_stride];
       }
     }
+    data_ = std::move(data);
+  }
+
+  /// Rows [first, first + n) of W (and of the bias) as a matrix of their own that shares these
+  /// panels: no copy (e.g. the query projection inside stacked q/k/v weights). `first` must be a
+  /// multiple of the panel width (kernels().nr) and the rows within rows(); the caller checks.
+  [[nodiscard]] PackedMatrix rows_view(index_t first, index_t n) const {
+    PackedMatrix view = *this;
+    const index_t nr = kernels_->nr;
+    view.n_ = n;
+    view.first_panel_ = first_panel_ + first / nr;
+    if (!bias_.empty()) view.bias_.assign(bias_.begin() + first, bias_.begin() + first + (n + nr - 1) / nr * nr);
+    return view;
   }
 
   /// n: the rows of W, the columns of C.
@@ -99,11 +113,12 @@ class PackedMatrix {
   [[nodiscard]] index_t cols() const noexcept { return k_; }
   /// True when the panels hold k in pairs for simd::gemm_pair_micro_kernel.
   [[nodiscard]] bool pairs() const noexcept { return pairs_; }
-  /// True for a default-constructed (or 0 × k) matrix.
-  [[nodiscard]] bool empty() const noexcept { return data_.empty(); }
+  /// True for a default-constructed (or 0 × k, or n × 0) matrix.
+  [[nodiscard]] bool empty() const noexcept { return !data_ || n_ == 0 || depth_ == 0; }
   /// Panel p from depth k0 on: (k - k0) × NR values.
   [[nodiscard]] const Storage* panel(index_t p, index_t k0) const noexcept {
-    return data_.data() + (p * depth_ + k0) * kernels_->nr;  // k0 is even where pairs
+    const Storage* base = data_ ? data_->data() : nullptr;  // null without values (k = 0): no offset then
+    return base ? base + ((first_panel_ + p) * depth_ + k0) * kernels_->nr : nullptr;  // k0 is even where pairs
   }
   /// The NR bias values of panel p, or nullptr without a bias.
   [[nodiscard]] const Acc* bias(index_t p) const noexcept {
@@ -116,8 +131,10 @@ class PackedMatrix {
   const simd::GemmKernels<Storage>* kernels_ = &simd::gemm_kernels<Storage>();
   index_t n_ = 0, k_ = 0;
   bool pairs_ = false;
-  index_t depth_ = 0;  // k, or k rounded up to even where pairs
-  Tensor<Storage, 1> data_;
+  index_t depth_ = 0;        // k, or k rounded up to even where pairs
+  index_t first_panel_ = 0;  // where a rows_view starts in the shared panels
+  // The panels, shared by the copies and rows_views of this matrix (never written after packing).
+  std::shared_ptr<const Tensor<Storage, 1>> data_;
   std::vector<Acc> bias_;
 };
 

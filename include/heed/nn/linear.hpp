@@ -12,6 +12,11 @@
 #include "heed/kernels/gemm.hpp"
 #include "heed/simd/vector_ops.hpp"
 
+namespace heed::detail {
+template <class Scalar>
+class AttentionBlock;
+}
+
 namespace heed::nn {
 
 /// The constructor options of Linear, with torch.nn.Linear's names.
@@ -66,16 +71,7 @@ class Linear {
   /// [out_features, in_features], bias [out_features] (empty for a Linear built without one);
   /// ShapeError naming the shapes otherwise.
   void set(Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias) {
-    const Shape<2> expected{options_.out_features, options_.in_features};
-    if (weight.shape() != expected)
-      throw ShapeError("heed::nn::Linear::set: weight " + to_string(weight.shape()) + ", expected " +
-                       to_string(expected));
-    const index_t bias_size = options_.bias ? options_.out_features : 0;
-    if (bias.size(0) != bias_size)
-      throw ShapeError("heed::nn::Linear::set: bias " + to_string(bias.shape()) + ", expected " +
-                       (options_.bias ? "[" + std::to_string(bias_size) + "]" : std::string("none (bias = false)")));
-    weight_ = std::move(weight);
-    bias_ = std::move(bias);
+    assign(std::move(weight), std::move(bias));
     repack();
   }
 
@@ -121,6 +117,25 @@ class Linear {
   }
 
  private:
+  // The attention block packs its q, k and v projections as one matrix, and gives each of them
+  // its rows of it (PackedMatrix::rows_view) instead of a packed copy of its own.
+  template <class>
+  friend class heed::detail::AttentionBlock;
+
+  // set() without packing (the attention block packs, then hands the panels over).
+  void assign(Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias) {
+    const Shape<2> expected{options_.out_features, options_.in_features};
+    if (weight.shape() != expected)
+      throw ShapeError("heed::nn::Linear::set: weight " + to_string(weight.shape()) + ", expected " +
+                       to_string(expected));
+    const index_t bias_size = options_.bias ? options_.out_features : 0;
+    if (bias.size(0) != bias_size)
+      throw ShapeError("heed::nn::Linear::set: bias " + to_string(bias.shape()) + ", expected " +
+                       (options_.bias ? "[" + std::to_string(bias_size) + "]" : std::string("none (bias = false)")));
+    weight_ = std::move(weight);
+    bias_ = std::move(bias);
+  }
+
   // The packed copy gemm_nt reads, rebuilt whenever the parameters change.
   void repack() {
     packed_ =
@@ -150,7 +165,7 @@ class Linear {
   LinearOptions options_;
   Tensor<Scalar, 2> weight_;
   Tensor<Scalar, 1> bias_;
-  PackedMatrix<Scalar> packed_;  // weight_ as gemm_nt reads it (a second copy of the weights)
+  PackedMatrix<Scalar> packed_;  // weight_ as gemm_nt reads it (a second copy, or rows shared with others)
 };
 
 }  // namespace heed::nn

@@ -124,20 +124,29 @@ class MultiheadAttention {
     auto bias_part = [&](index_t i) {
       return options_.bias ? Tensor<Scalar, 1>(in_bias.view().slice(0, i * E, (i + 1) * E)) : Tensor<Scalar, 1>();
     };
+    Tensor<Scalar, 2> q, k, v;  // taken first: a missing name leaves the module as it was
     if (kdim() == E && vdim() == E) {
       const auto w = from.template take<Scalar, 2>("in_proj_weight", {3 * E, E});
-      block_.q_proj.set(Tensor<Scalar, 2>(w.view().slice(0, 0, E)), bias_part(0));
-      block_.k_proj.set(Tensor<Scalar, 2>(w.view().slice(0, E, 2 * E)), bias_part(1));
-      block_.v_proj.set(Tensor<Scalar, 2>(w.view().slice(0, 2 * E, 3 * E)), bias_part(2));
+      q = Tensor<Scalar, 2>(w.view().slice(0, 0, E));
+      k = Tensor<Scalar, 2>(w.view().slice(0, E, 2 * E));
+      v = Tensor<Scalar, 2>(w.view().slice(0, 2 * E, 3 * E));
     } else {
-      block_.q_proj.set(from.template take<Scalar, 2>("q_proj_weight", {E, E}), bias_part(0));
-      block_.k_proj.set(from.template take<Scalar, 2>("k_proj_weight", {E, kdim()}), bias_part(1));
-      block_.v_proj.set(from.template take<Scalar, 2>("v_proj_weight", {E, vdim()}), bias_part(2));
+      q = from.template take<Scalar, 2>("q_proj_weight", {E, E});
+      k = from.template take<Scalar, 2>("k_proj_weight", {E, kdim()});
+      v = from.template take<Scalar, 2>("v_proj_weight", {E, vdim()});
+    }
+    Tensor<Scalar, 3> bias_k, bias_v;
+    if (options_.add_bias_kv) {
+      bias_k = from.template take<Scalar, 3>("bias_k", {1, 1, E});
+      bias_v = from.template take<Scalar, 3>("bias_v", {1, 1, E});
     }
     block_.out_proj.load(from.child("out_proj."));
+    block_.set_unpacked(block_.q_proj, std::move(q), bias_part(0));  // packed (or shared) by pack()
+    block_.set_unpacked(block_.k_proj, std::move(k), bias_part(1));
+    block_.set_unpacked(block_.v_proj, std::move(v), bias_part(2));
     if (options_.add_bias_kv) {
-      block_.bias_k = from.template take<Scalar, 3>("bias_k", {1, 1, E});
-      block_.bias_v = from.template take<Scalar, 3>("bias_v", {1, 1, E});
+      block_.bias_k = std::move(bias_k);
+      block_.bias_v = std::move(bias_v);
     }
     block_.pack();
   }

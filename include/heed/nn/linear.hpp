@@ -12,11 +12,6 @@
 #include "heed/kernels/gemm.hpp"
 #include "heed/simd/vector_ops.hpp"
 
-namespace heed::detail {
-template <class Scalar>
-class AttentionBlock;
-}
-
 namespace heed::nn {
 
 /// The constructor options of Linear, with torch.nn.Linear's names.
@@ -75,6 +70,26 @@ class Linear {
     repack();
   }
 
+  /// set() with W already packed by the caller, e.g. this Linear's rows of a larger packed
+  /// matrix (PackedMatrix::rows_view: the attention modules' q, k and v share their stacked
+  /// panels), which it then reads instead of packing a copy of its own. `packed` must hold
+  /// weight and bias as PackedMatrix(weight, bias) would; ShapeError unless it is [out, in].
+  void set(Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias, PackedMatrix<Scalar> packed) {
+    assign(std::move(weight), std::move(bias));
+    use_packed(std::move(packed));
+  }
+
+  /// Reads W from `packed` from now on instead of its own packed copy (as the three-argument
+  /// set(), for the parameters it holds already).
+  void use_packed(PackedMatrix<Scalar> packed) {
+    if (packed.rows() != options_.out_features || packed.cols() != options_.in_features)
+      throw ShapeError("heed::nn::Linear::use_packed: a packed [" + std::to_string(packed.rows()) + ", " +
+                       std::to_string(packed.cols()) + "] matrix for a Linear of " +
+                       std::to_string(options_.in_features) + " → " + std::to_string(options_.out_features) +
+                       " features");
+    packed_ = std::move(packed);
+  }
+
   /// rows [n, in] → out [n, out], both contiguous (the callers guarantee it). An activation is
   /// applied inside the GEMM (ReLU in registers, the others on each tile row while it is in L1).
   /// `threads` as parallel_for takes it (0: heed::num_threads()).
@@ -117,12 +132,7 @@ class Linear {
   }
 
  private:
-  // The attention block packs its q, k and v projections as one matrix, and gives each of them
-  // its rows of it (PackedMatrix::rows_view) instead of a packed copy of its own.
-  template <class>
-  friend class heed::detail::AttentionBlock;
-
-  // set() without packing (the attention block packs, then hands the panels over).
+  // The parameters, checked, without packing them.
   void assign(Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias) {
     const Shape<2> expected{options_.out_features, options_.in_features};
     if (weight.shape() != expected)

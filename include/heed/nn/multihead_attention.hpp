@@ -141,14 +141,11 @@ class MultiheadAttention {
       bias_v = from.template take<Scalar, 3>("bias_v", {1, 1, E});
     }
     block_.out_proj.load(from.child("out_proj."));
-    block_.set_unpacked(block_.q_proj, std::move(q), bias_part(0));  // packed (or shared) by pack()
-    block_.set_unpacked(block_.k_proj, std::move(k), bias_part(1));
-    block_.set_unpacked(block_.v_proj, std::move(v), bias_part(2));
+    block_.set_projections(std::move(q), bias_part(0), std::move(k), bias_part(1), std::move(v), bias_part(2));
     if (options_.add_bias_kv) {
       block_.bias_k = std::move(bias_k);
       block_.bias_v = std::move(bias_v);
     }
-    block_.pack();
   }
   /// load(Loader) from `source` under `prefix` (strict: unused names under it are an error).
   template <WeightSource S>

@@ -14,6 +14,7 @@
 #include "heed/core/tensor.hpp"
 #include "heed/kernels/attention.hpp"
 #include "heed/kernels/dynamic_mask.hpp"
+#include "heed/kernels/gemm.hpp"
 #include "heed/nn/kv_cache.hpp"
 #include "heed/nn/linear.hpp"
 
@@ -144,50 +145,41 @@ class AttentionBlock {
   nn::Linear<Scalar> q_proj, k_proj, v_proj, out_proj;
   Tensor<Scalar, 3> bias_k, bias_v;  // [1, 1, Hkv·hd] with add_bias_kv
 
-  // Linear::set without its packing, for a projection that pack() packs (or shares) next.
-  static void set_unpacked(nn::Linear<Scalar>& part, Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias) {
-    part.assign(std::move(weight), std::move(bias));
+  // The q, k, v projections stacked into one E → E + 2·Hkv·hd packed matrix, for
+  // self-attention in one GEMM; empty when kdim or vdim differ from E. Where each projection's
+  // rows start at a panel boundary (E and Hkv·hd multiples of the GEMM's panel width), the three
+  // Linears read their rows of the stacked panels (PackedMatrix::rows_view) instead of packed
+  // copies of their own: ViT-B/16 holds, and packs, 85 MB less. pack() stacks the Linears' own
+  // parameters (after the constructor, or loaders that set them one by one); set_projections()
+  // sets and packs all three at once, packing nothing twice.
+  void pack() {
+    qkv_packed_ = PackedMatrix<Scalar>();
+    if (!stackable() || q_proj.weight().empty()) return;  // empty: nn::load_new
+    qkv_packed_ =
+        stacked(q_proj.weight(), k_proj.weight(), v_proj.weight(), q_proj.bias(), k_proj.bias(), v_proj.bias());
+    if (shareable()) {
+      q_proj.use_packed(qkv_packed_.rows_view(0, options_.embed_dim));
+      k_proj.use_packed(qkv_packed_.rows_view(options_.embed_dim, kv_width()));
+      v_proj.use_packed(qkv_packed_.rows_view(options_.embed_dim + kv_width(), kv_width()));
+    }
   }
 
-  // The q, k, v projections stacked into one E → E + 2·Hkv·hd Linear, for self-attention; left
-  // empty when kdim or vdim differ from E. Where each projection's rows start at a panel boundary
-  // (E and Hkv·hd multiples of the GEMM's panel width), the three projections read their rows of
-  // the stacked panels (PackedMatrix::rows_view) instead of packed copies of their own, and the
-  // stacked Linear keeps no unpacked copy: ViT-B/16 holds, and packs, 85 MB less.
-  // Call after setting the parameters (load() through Linear::assign skips their own packing).
-  void pack() {
-    const index_t E = options_.embed_dim, kv = kv_width(), n = E + 2 * kv;
-    qkv_proj_ = nn::Linear<Scalar>();
-    stacked_ = false;
-    const std::initializer_list<nn::Linear<Scalar>*> parts{&q_proj, &k_proj, &v_proj};
-    if (options_.kdim != E || options_.vdim != E || q_proj.weight().empty()) {  // empty: nn::load_new
-      for (nn::Linear<Scalar>* part : parts)
-        if (!part->weight().empty()) part->repack();
-      return;
-    }
-    Tensor<Scalar, 2> w({n, E}, uninitialized);
-    Tensor<Scalar, 1> b;
-    if (options_.bias) b = Tensor<Scalar, 1>({n}, uninitialized);
-    index_t row = 0;
-    for (const nn::Linear<Scalar>* part : parts) {
-      const index_t rows = part->weight().size(0);
-      std::copy_n(part->weight().data(), rows * E, w.data() + row * E);
-      if (options_.bias) std::copy_n(part->bias().data(), rows, b.data() + row);
-      row += rows;
-    }
-    qkv_proj_ =
-        nn::Linear<Scalar>({.in_features = E, .out_features = n, .bias = options_.bias}, std::move(w), std::move(b));
-    qkv_proj_.weight_ = Tensor<Scalar, 2>();  // only its packed panels are read
-    qkv_proj_.bias_ = Tensor<Scalar, 1>();
-    stacked_ = true;
-    const PackedMatrix<Scalar>& stacked = qkv_proj_.packed_;
-    const index_t nr = stacked.kernels().nr;
-    if (E % nr == 0 && kv % nr == 0) {
-      q_proj.packed_ = stacked.rows_view(0, E);
-      k_proj.packed_ = stacked.rows_view(E, kv);
-      v_proj.packed_ = stacked.rows_view(E + kv, kv);
+  // Sets q_proj, k_proj and v_proj (Linear::set's ShapeErrors) and stacks them.
+  void set_projections(Tensor<Scalar, 2> q, Tensor<Scalar, 1> bq, Tensor<Scalar, 2> k, Tensor<Scalar, 1> bk,
+                       Tensor<Scalar, 2> v, Tensor<Scalar, 1> bv) {
+    qkv_packed_ = PackedMatrix<Scalar>();
+    const index_t E = options_.embed_dim, kv = kv_width();
+    const bool shapes = q.shape() == Shape<2>{E, E} && k.shape() == Shape<2>{kv, E} && v.shape() == Shape<2>{kv, E};
+    if (stackable() && shareable() && shapes) {
+      qkv_packed_ = stacked(q, k, v, bq, bk, bv);
+      q_proj.set(std::move(q), std::move(bq), qkv_packed_.rows_view(0, E));
+      k_proj.set(std::move(k), std::move(bk), qkv_packed_.rows_view(E, kv));
+      v_proj.set(std::move(v), std::move(bv), qkv_packed_.rows_view(E + kv, kv));
     } else {
-      for (nn::Linear<Scalar>* part : parts) part->repack();
+      q_proj.set(std::move(q), std::move(bq));
+      k_proj.set(std::move(k), std::move(bk));
+      v_proj.set(std::move(v), std::move(bv));
+      pack();
     }
   }
 
@@ -221,8 +213,11 @@ class AttentionBlock {
     };
     Tensor<Scalar, 3> q, k, v, qkv;
     TensorView<Scalar, 4> qh, kh, vh;
-    if (extra_keys() == 0 && stacked_ && same(query, key) && same(query, value)) {
-      qkv = qkv_proj_(query);  // [B, L, E + 2·kv], then strided views
+    if (extra_keys() == 0 && !qkv_packed_.empty() && same(query, key) && same(query, value)) {
+      Tensor<Scalar, 3> storage;
+      const auto dense = contiguous(query, storage);
+      qkv = Tensor<Scalar, 3>({B, Lq, E + 2 * kv}, uninitialized);  // [B, L, E + 2·kv], then strided views
+      if (qkv.numel() > 0) gemm_nt(dense.data(), E, B * Lq, qkv_packed_, qkv.data(), E + 2 * kv);
       const index_t ld = E + 2 * kv;
       Scalar* rows = qkv.data();  // null without rows (B or L is 0): no offset into it then
       qh = as_heads(rows, H, Lq, ld);
@@ -324,8 +319,32 @@ class AttentionBlock {
 
   AttentionBlockOptions options_;
   std::string who_;
-  nn::Linear<Scalar> qkv_proj_;  // the stacked q/k/v projection: its packed panels only
-  bool stacked_ = false;
+  PackedMatrix<Scalar> qkv_packed_;  // the stacked q/k/v projection (pack())
+
+  [[nodiscard]] bool stackable() const noexcept {
+    return options_.kdim == options_.embed_dim && options_.vdim == options_.embed_dim;
+  }
+  // Each projection's rows start at a panel of the stacked matrix.
+  [[nodiscard]] bool shareable() const {
+    const index_t nr = simd::gemm_kernels<Scalar>().nr;
+    return options_.embed_dim % nr == 0 && kv_width() % nr == 0;
+  }
+  // q, k, v [rows, E] (and their biases, all or none) packed as one matrix.
+  PackedMatrix<Scalar> stacked(const Tensor<Scalar, 2>& q, const Tensor<Scalar, 2>& k, const Tensor<Scalar, 2>& v,
+                               const Tensor<Scalar, 1>& bq, const Tensor<Scalar, 1>& bk,
+                               const Tensor<Scalar, 1>& bv) const {
+    const index_t E = options_.embed_dim, n = q.size(0) + k.size(0) + v.size(0);
+    Tensor<Scalar, 2> w({n, E}, uninitialized);
+    Tensor<Scalar, 1> b;
+    if (options_.bias) b = Tensor<Scalar, 1>({n}, uninitialized);
+    index_t row = 0;
+    for (const auto& [weight, bias] : {std::pair{&q, &bq}, std::pair{&k, &bk}, std::pair{&v, &bv}}) {
+      std::copy_n(weight->data(), weight->numel(), w.data() + row * E);
+      if (options_.bias) std::copy_n(bias->data(), bias->numel(), b.data() + row);
+      row += weight->size(0);
+    }
+    return PackedMatrix<Scalar>(w.data(), n, E, options_.bias ? b.data() : nullptr);
+  }
 };
 
 }  // namespace heed::detail

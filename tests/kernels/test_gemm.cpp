@@ -140,6 +140,44 @@ TEST(Gemm, OneRowSplitsThePanelsAcrossWorkers) {
 // the products on vdpbf16ps): against the double product of the same bfloat16 values, C rounded
 // once (u = 2^-8) plus float's sums. Odd depths (a pair padded with zero), several k blocks, one
 // row (the row kernel), bias, ReLU, an addend and accumulation, one and two threads.
+// rows_view(first, n) multiplies as those rows of W (and of the bias) packed on their own, to the
+// bit, and keeps its panels when the matrix it came from is gone; float and bfloat16 (pairs where
+// this CPU runs them).
+template <class T>
+void check_rows_view() {
+  const index_t nr = heed::simd::gemm_kernels<T>().nr, k = 37, m = 29, n = 3 * nr + 5;
+  const auto to_t = [](const heed::Tensor<float, 2>& x) {
+    heed::Tensor<T, 2> y({x.size(0), x.size(1)});
+    for (index_t i = 0; i < x.numel(); ++i) y.data()[i] = T(x.data()[i]);
+    return y;
+  };
+  const auto w = to_t(heed::randn<float>({n, k}, 40));
+  const auto bias = to_t(heed::randn<float>({1, n}, 41));
+  const auto a = to_t(heed::randn<float>({m, k}, 42));
+  for (const auto& [first, rows] : {std::pair<index_t, index_t>{0, nr}, {nr, nr + 3}, {2 * nr, nr + 5}, {3 * nr, 5}}) {
+    SCOPED_TRACE(testing::Message() << "first " << first << " rows " << rows);
+    heed::PackedMatrix<T> view;
+    {
+      const heed::PackedMatrix<T> all(w.data(), n, k, bias.data());
+      view = all.rows_view(first, rows);
+    }
+    const heed::PackedMatrix<T> alone(w.data() + first * k, rows, k, bias.data() + first);
+    ASSERT_EQ(view.rows(), rows);
+    ASSERT_EQ(view.cols(), k);
+    ASSERT_TRUE(view.has_bias());
+    heed::Tensor<T, 2> got({m, rows}), want({m, rows});
+    heed::gemm_nt(a.data(), k, m, view, got.data(), rows);
+    heed::gemm_nt(a.data(), k, m, alone, want.data(), rows);
+    for (index_t i = 0; i < got.numel(); ++i)
+      ASSERT_EQ(static_cast<float>(got.data()[i]), static_cast<float>(want.data()[i])) << i;
+  }
+}
+
+TEST(Gemm, RowsViewMultipliesAsTheRowsPackedAlone) {
+  check_rows_view<float>();
+  check_rows_view<heed::bfloat16>();
+}
+
 TEST(Gemm, Bfloat16OnEveryPath) {
   using heed::bfloat16;
   const auto to_bf16 = [](const heed::Tensor<float, 2>& x) {

@@ -8,6 +8,7 @@
 
 #include "heed/core/random.hpp"
 #include "heed/nn/linear.hpp"
+#include "heed/simd/kernel_table.hpp"
 #include "reference/nn.hpp"
 #include "reference/softmax.hpp"
 #include "support/compare.hpp"
@@ -113,6 +114,75 @@ TEST(Linear, LoadsTorchsNamesAndChecksShapes) {
   } catch (const heed::ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("expects 5 input features, got x [4, 6]"), std::string::npos) << e.what();
   }
+}
+
+// set(weight, bias, packed) and use_packed read the panels they are given: two Linears on their
+// rows of one stacked matrix give the bits of Linears that packed their own copies; a packed
+// matrix of another shape, or with a bias where the Linear has none (or the reverse), is a
+// ShapeError that changes nothing.
+TEST(Linear, ReadsTheRowsOfAStackedPackedMatrix) {
+  const index_t nr = heed::simd::gemm_kernels<float>().nr, in = 40, top = 2 * nr, bottom = nr + 7;
+  const auto w = heed::randn<float>({top + bottom, in}, 8);
+  const auto b = heed::randn<float>({top + bottom}, 9);
+  const heed::PackedMatrix<float> stacked(w.data(), top + bottom, in, b.data());
+  const auto rows_of = [](const Tensor<float, 2>& t, index_t first, index_t n) {
+    return Tensor<float, 2>(t.view().slice(0, first, first + n));
+  };
+  const auto part_of = [](const Tensor<float, 1>& t, index_t first, index_t n) {
+    return Tensor<float, 1>(t.view().slice(0, first, first + n));
+  };
+  Linear<float> shared_top({.in_features = in, .out_features = top});
+  Linear<float> own_top({.in_features = in, .out_features = top});
+  shared_top.set(rows_of(w, 0, top), part_of(b, 0, top), stacked.rows_view(0, top));
+  own_top.set(rows_of(w, 0, top), part_of(b, 0, top));
+  Linear<float> shared_bottom({.in_features = in, .out_features = bottom});
+  Linear<float> own_bottom({.in_features = in, .out_features = bottom});
+  own_bottom.set(rows_of(w, top, bottom), part_of(b, top, bottom));
+  shared_bottom.set(rows_of(w, top, bottom), part_of(b, top, bottom));
+  shared_bottom.use_packed(stacked.rows_view(top, bottom));
+  const auto x = heed::randn<float>({23, in}, 10);
+  EXPECT_TRUE(heed::test::all_close(shared_top(x), own_top(x), {0, 0}));
+  EXPECT_TRUE(heed::test::all_close(shared_bottom(x), own_bottom(x), {0, 0}));
+  const auto expected =
+      heed::reference::linear(heed::reference::to_double(x), heed::reference::to_double(own_top.weight()),
+                              heed::reference::to_double(own_top.bias()));
+  EXPECT_TRUE(heed::test::all_close(shared_top(x), expected, tol<float>()));
+  // what it multiplies by is the packed matrix's, whatever weight() holds
+  const auto w2 = heed::randn<float>({top, in}, 13);
+  const auto b2 = heed::randn<float>({top}, 14);
+  Linear<float> other({.in_features = in, .out_features = top});
+  other.set(rows_of(w, 0, top), part_of(b, 0, top));
+  other.use_packed(heed::PackedMatrix<float>(w2.data(), top, in, b2.data()));
+  EXPECT_TRUE(
+      heed::test::all_close(other(x),
+                            heed::reference::linear(heed::reference::to_double(x), heed::reference::to_double(w2),
+                                                    heed::reference::to_double(b2)),
+                            tol<float>()));
+
+  const auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const heed::ShapeError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no ShapeError");
+  };
+  const std::string wrong_rows = "heed::nn::Linear::use_packed: a packed [" + std::to_string(bottom) + ", 40] matrix " +
+                                 "for a Linear of 40 → " + std::to_string(top) + " features";
+  EXPECT_EQ(message([&] { shared_top.use_packed(stacked.rows_view(top, bottom)); }), wrong_rows);
+  EXPECT_EQ(message([&] {
+              shared_top.set(heed::randn<float>({top, in}, 11), heed::randn<float>({top}, 12),
+                             stacked.rows_view(top, bottom));
+            }),
+            wrong_rows);
+  EXPECT_TRUE(heed::test::all_close(shared_top.weight(), own_top.weight(), {0, 0}));  // unchanged
+  EXPECT_TRUE(heed::test::all_close(shared_top(x), own_top(x), {0, 0}));
+  const heed::PackedMatrix<float> no_bias(w.data(), top, in);
+  EXPECT_EQ(message([&] { shared_top.use_packed(no_bias); }),
+            "heed::nn::Linear::use_packed: the packed matrix has no bias, this Linear has one");
+  Linear<float> biasless({.in_features = in, .out_features = top, .bias = false});
+  EXPECT_EQ(message([&] { biasless.use_packed(stacked.rows_view(0, top)); }),
+            "heed::nn::Linear::use_packed: the packed matrix has a bias, this Linear has none");
 }
 
 // Non-finite values follow IEEE arithmetic, as in PyTorch: a NaN in weight row o makes output

@@ -111,6 +111,8 @@ class PackedMatrix {
   [[nodiscard]] index_t rows() const noexcept { return n_; }
   /// k: the depth of the product.
   [[nodiscard]] index_t cols() const noexcept { return k_; }
+  /// True when a bias was packed with W.
+  [[nodiscard]] bool has_bias() const noexcept { return !bias_.empty(); }
   /// True when the panels hold k in pairs for simd::gemm_pair_micro_kernel.
   [[nodiscard]] bool pairs() const noexcept { return pairs_; }
   /// True for a default-constructed (or 0 × k, or n × 0) matrix.

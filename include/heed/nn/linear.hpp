@@ -73,20 +73,18 @@ class Linear {
   /// set() with W already packed by the caller, e.g. this Linear's rows of a larger packed
   /// matrix (PackedMatrix::rows_view: the attention modules' q, k and v share their stacked
   /// panels), which it then reads instead of packing a copy of its own. `packed` must hold
-  /// weight and bias as PackedMatrix(weight, bias) would; ShapeError unless it is [out, in].
+  /// weight and bias as PackedMatrix(weight, bias) would; ShapeError (changing nothing) unless
+  /// it is [out_features, in_features] with a bias where this Linear has one.
   void set(Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias, PackedMatrix<Scalar> packed) {
+    check_packed(packed, options_.bias);
     assign(std::move(weight), std::move(bias));
-    use_packed(std::move(packed));
+    packed_ = std::move(packed);
   }
 
   /// Reads W from `packed` from now on instead of its own packed copy (as the three-argument
   /// set(), for the parameters it holds already).
   void use_packed(PackedMatrix<Scalar> packed) {
-    if (packed.rows() != options_.out_features || packed.cols() != options_.in_features)
-      throw ShapeError("heed::nn::Linear::use_packed: a packed [" + std::to_string(packed.rows()) + ", " +
-                       std::to_string(packed.cols()) + "] matrix for a Linear of " +
-                       std::to_string(options_.in_features) + " → " + std::to_string(options_.out_features) +
-                       " features");
+    check_packed(packed, options_.bias);
     packed_ = std::move(packed);
   }
 
@@ -133,6 +131,19 @@ class Linear {
 
  private:
   // The parameters, checked, without packing them.
+  // ShapeError unless `packed` is [out_features, in_features], with a bias where this Linear has one.
+  void check_packed(const PackedMatrix<Scalar>& packed, bool with_bias) const {
+    if (packed.rows() != options_.out_features || packed.cols() != options_.in_features)
+      throw ShapeError("heed::nn::Linear::use_packed: a packed [" + std::to_string(packed.rows()) + ", " +
+                       std::to_string(packed.cols()) + "] matrix for a Linear of " +
+                       std::to_string(options_.in_features) + " → " + std::to_string(options_.out_features) +
+                       " features");
+    if (packed.has_bias() != with_bias)
+      throw ShapeError(std::string("heed::nn::Linear::use_packed: the packed matrix has ") +
+                       (packed.has_bias() ? "a bias" : "no bias") + ", this Linear " +
+                       (with_bias ? "has one" : "has none"));
+  }
+
   void assign(Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias) {
     const Shape<2> expected{options_.out_features, options_.in_features};
     if (weight.shape() != expected)

@@ -41,6 +41,13 @@
 #include "heed/nn/detail/attention_block.hpp"
 #include "heed/nn/detail/torch_masks.hpp"
 
+namespace heed::detail {
+template <class Scalar>
+class EncoderLayer;  // nn/detail/encoder_layer.hpp
+template <class Scalar>
+class DecoderLayer;  // nn/detail/decoder_layer.hpp
+}  // namespace heed::detail
+
 namespace heed::nn {
 
 /// The constructor options of MultiheadAttention, with torch.nn.MultiheadAttention's names.
@@ -159,15 +166,8 @@ class MultiheadAttention {
                                                             const MultiheadAttentionCall<Scalar>& call = {}) const {
     static_assert(rank_of<Q> == 3 && rank_of<K> == 3 && rank_of<V> == 3, "MultiheadAttention takes [B, L, E] tensors");
     const auto qv = as_view(query), kv = as_view(key), vv = as_view(value);
-    std::optional<detail::CacheStore<Scalar>> store;
-    if (call.cache) store.emplace(checked(*call.cache, call, qv.size(0)));
-    auto masks = torch_masks(call, qv.size(0), qv.size(1), kv.size(1));
-    return finish(block_.forward(qv, kv, vv, std::move(masks),
-                                 {.need_weights = call.need_weights,
-                                  .masked_rows = call.masked_rows,
-                                  .kv_store = store ? &*store : nullptr,
-                                  .stats = call.stats}),
-                  call);
+    if (call.cache) check_cache(*call.cache, call, qv.size(0));
+    return forward_with(qv, kv, vv, checked_masks(call, qv.size(0), qv.size(1), kv.size(1)), call);
   }
 
   /// key [B, S, kdim] and value [B, S, vdim] projected once, for attend(): a decoder's memory,
@@ -200,13 +200,7 @@ class MultiheadAttention {
                        to_string(kv.keys.shape()) + " / values " + to_string(kv.values.shape()) + " must be [B, Lq, " +
                        std::to_string(E) + "] and [B, S, " + std::to_string(E) + "]");
     if (call.cache) throw ShapeError("heed::nn::MultiheadAttention::attend: projected keys take no cache");
-    Tensor<Scalar, 3> storage;
-    const auto dense = contiguous(qv, storage);
-    auto masks = torch_masks(call, qv.size(0), qv.size(1), kv.keys.size(1));
-    return finish(block_.forward_projected(
-                      dense, kv.keys, kv.values, masks,
-                      {.need_weights = call.need_weights, .masked_rows = call.masked_rows, .stats = call.stats}),
-                  call);
+    return attend_with(qv, kv, checked_masks(call, qv.size(0), qv.size(1), kv.keys.size(1)), call);
   }
 
   /// out = skip + self_attention(x) (no weights): an encoder layer's residual connection, the
@@ -222,9 +216,53 @@ class MultiheadAttention {
     if (skip.shape() != expected || out.shape() != expected || !skip.is_contiguous() || !out.is_contiguous())
       throw ShapeError("heed::nn::MultiheadAttention: skip " + to_string(skip.shape()) + " and out " +
                        to_string(out.shape()) + " must be contiguous and match x " + to_string(xv.shape()));
+    if (call.cache) check_cache(*call.cache, call, xv.size(0));
+    add_self_attention_with(xv, skip, out, checked_masks(call, xv.size(0), xv.size(1), xv.size(1)), call, weights);
+  }
+
+ private:
+  // The encoder's and decoder's layers run these with masks their stack made once per call
+  // (masks_of) for all its layers, having checked the call under the stack's own names.
+  template <class>
+  friend class detail::EncoderLayer;
+  template <class>
+  friend class detail::DecoderLayer;
+
+  // The public calls' work, with the masks made: the call's attn_mask, attn_bias,
+  // key_padding_mask, is_causal and sparse are not read; its cache, masked_rows and stats are.
+  MultiheadAttentionResult<Scalar> forward_with(const TensorView<const Scalar, 3>& query,
+                                                const TensorView<const Scalar, 3>& key,
+                                                const TensorView<const Scalar, 3>& value, mask::Dynamic<Scalar> masks,
+                                                const MultiheadAttentionCall<Scalar>& call) const {
     std::optional<detail::CacheStore<Scalar>> store;
-    if (call.cache) store.emplace(checked(*call.cache, call, xv.size(0)));
-    auto r = block_.forward(xv, xv, xv, torch_masks(call, xv.size(0), xv.size(1), xv.size(1)),
+    if (call.cache) store.emplace(*call.cache);
+    return finish(block_.forward(query, key, value, std::move(masks),
+                                 {.need_weights = call.need_weights,
+                                  .masked_rows = call.masked_rows,
+                                  .kv_store = store ? &*store : nullptr,
+                                  .stats = call.stats}),
+                  call);
+  }
+
+  MultiheadAttentionResult<Scalar> attend_with(const TensorView<const Scalar, 3>& query, const ProjectedKV<Scalar>& kv,
+                                               const mask::Dynamic<Scalar>& masks,
+                                               const MultiheadAttentionCall<Scalar>& call) const {
+    Tensor<Scalar, 3> storage;
+    const auto dense = contiguous(query, storage);
+    return finish(block_.forward_projected(
+                      dense, kv.keys, kv.values, masks,
+                      {.need_weights = call.need_weights, .masked_rows = call.masked_rows, .stats = call.stats}),
+                  call);
+  }
+
+  template <TensorLike X>
+  void add_self_attention_with(const X& x, const TensorView<const Scalar, 3>& skip, const TensorView<Scalar, 3>& out,
+                               mask::Dynamic<Scalar> masks, const MultiheadAttentionCall<Scalar>& call,
+                               Tensor<Scalar, 4>* weights) const {
+    const auto xv = as_view(x);
+    std::optional<detail::CacheStore<Scalar>> store;
+    if (call.cache) store.emplace(*call.cache);
+    auto r = block_.forward(xv, xv, xv, std::move(masks),
                             {.need_weights = weights != nullptr,
                              .masked_rows = call.masked_rows,
                              .kv_store = store ? &*store : nullptr,
@@ -234,7 +272,6 @@ class MultiheadAttention {
     if (weights) *weights = std::move(r.weights);
   }
 
- private:
   // The result with torch's weights: averaged over the heads or per head, as the call asks.
   static MultiheadAttentionResult<Scalar> finish(detail::BlockResult<Scalar> r,
                                                  const MultiheadAttentionCall<Scalar>& call) {
@@ -264,7 +301,7 @@ class MultiheadAttention {
 
   // The cache, checked against this module and call: its batch, heads and head dim, and the
   // options that do not combine with it.
-  KVCache<Scalar>& checked(KVCache<Scalar>& cache, const MultiheadAttentionCall<Scalar>& call, index_t B) const {
+  void check_cache(const KVCache<Scalar>& cache, const MultiheadAttentionCall<Scalar>& call, index_t B) const {
     const std::string who = "heed::nn::MultiheadAttention: ";
     const Shape<3> want{B, options_.num_heads, head_dim()}, have{cache.batch(), cache.kv_heads(), cache.head_dim()};
     if (want != have)
@@ -275,32 +312,40 @@ class MultiheadAttention {
     if (!call.attn_mask.is_null() || !call.attn_bias.is_null())
       throw ShapeError(who +
                        "attn_mask and attn_bias do not combine with a cache (it is causal; use key_padding_mask)");
-    return cache;
   }
 
-  // heed's typed masks from PyTorch's, with a visible column for each extra key (bias_k, the
-  // zero key), as PyTorch pads them.
-  mask::Dynamic<Scalar> torch_masks(const MultiheadAttentionCall<Scalar>& call, index_t B, index_t Lq,
-                                    index_t new_keys) const {
-    // with a cache, every cached key and the new ones
-    const index_t Lk0 = new_keys + (call.cache ? call.cache->max_length() : 0);
-    const index_t H = options_.num_heads, Lk = Lk0 + block_.extra_keys();
+  // masks_of(call, B, new_keys), the call's masks checked first (ShapeError naming this module's
+  // arguments) over Lq queries and new_keys keys (with a cache, after every cached one).
+  mask::Dynamic<Scalar> checked_masks(const MultiheadAttentionCall<Scalar>& call, index_t B, index_t Lq,
+                                      index_t new_keys) const {
     const bool has_bias = !call.attn_bias.is_null();
     if (has_bias && !call.attn_mask.is_null())
       throw ShapeError("heed::nn::MultiheadAttention: give attn_mask or attn_bias (a float attn_mask), not both");
-    const TorchMask attn = has_bias ? TorchMask(call.attn_bias) : call.attn_mask;
     detail::check_torch_masks({.module = "MultiheadAttention",
                                .attn_mask = has_bias ? "attn_bias" : "attn_mask",
                                .key_padding_mask = "key_padding_mask"},
-                              B, H, Lq, Lk0, call.key_padding_mask, attn);
+                              B, options_.num_heads, Lq, new_keys + (call.cache ? call.cache->max_length() : 0),
+                              call.key_padding_mask, attn_mask_of(call));
+    if (call.sparse && (call.cache || block_.extra_keys() > 0))
+      throw ShapeError(
+          "heed::nn::MultiheadAttention: a sparse pattern does not combine with a cache, add_bias_kv or "
+          "add_zero_attn");
+    return masks_of(call, B, new_keys);
+  }
+
+  // The call's attn_mask, or its attn_bias (checked_masks allows one of them at most).
+  static TorchMask attn_mask_of(const MultiheadAttentionCall<Scalar>& call) {
+    return call.attn_bias.is_null() ? call.attn_mask : TorchMask(call.attn_bias);
+  }
+
+  // heed's typed masks from PyTorch's (checked: checked_masks), with a visible column for each
+  // extra key (bias_k, the zero key), as PyTorch pads them.
+  mask::Dynamic<Scalar> masks_of(const MultiheadAttentionCall<Scalar>& call, index_t B, index_t new_keys) const {
+    // with a cache, every cached key and the new ones
+    const index_t Lk0 = new_keys + (call.cache ? call.cache->max_length() : 0);
+    const index_t Lk = Lk0 + block_.extra_keys();
     mask::Dynamic<Scalar> masks;
-    if (call.sparse) {
-      if (call.cache || block_.extra_keys() > 0)
-        throw ShapeError(
-            "heed::nn::MultiheadAttention: a sparse pattern does not combine with a cache, add_bias_kv "
-            "or add_zero_attn");
-      masks.sparse = *call.sparse;
-    }
+    if (call.sparse) masks.sparse = *call.sparse;
     if (call.is_causal && !call.cache) masks.causal.emplace();  // a cache brings its own
     if (!call.key_padding_mask.is_null()) {
       Tensor<bool, 2> pad({B, Lk});  // extra columns visible
@@ -308,7 +353,7 @@ class MultiheadAttention {
         for (index_t j = 0; j < Lk0; ++j) pad(b, j) = call.key_padding_mask(b, j);
       masks.padding.emplace(std::move(pad));
     }
-    detail::add_torch_mask(attn, B, H, Lk, masks);
+    detail::add_torch_mask(attn_mask_of(call), B, options_.num_heads, Lk, masks);
     return masks;
   }
 

@@ -82,9 +82,10 @@ class TransformerDecoder {
     const auto [x, m] = detail::decoder_inputs<Scalar>(tgt, memory, layers_.front().config(), options_.num_layers, call,
                                                        "TransformerDecoder", tgt_storage, memory_storage);
     Tensor<Scalar, 3> out(x.shape(), uninitialized);
-    layers_.front().forward(x, m, out.view(), call, call.cache, 0);  // then layer by layer in place
+    const auto masks = layers_.front().masks(call, x.size(0), x.size(1), m.size(1));  // one for every layer
+    layers_.front().forward(x, m, out.view(), masks, call.cache, 0);                  // then layer by layer in place
     for (std::size_t i = 1; i < layers_.size(); ++i)
-      layers_[i].forward(out.view(), m, out.view(), call, call.cache, static_cast<index_t>(i));
+      layers_[i].forward(out.view(), m, out.view(), masks, call.cache, static_cast<index_t>(i));
     if (options_.final_norm) norm_.rows(out.data(), out.data(), out.numel() / options_.d_model);
     return out;
   }

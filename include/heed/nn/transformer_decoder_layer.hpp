@@ -78,7 +78,7 @@ class TransformerDecoderLayer {
     const auto [x, m] = detail::decoder_inputs<Scalar>(tgt, memory, layer_.config(), 1, call, "TransformerDecoderLayer",
                                                        tgt_storage, memory_storage);
     Tensor<Scalar, 3> out(x.shape(), uninitialized);
-    layer_.forward(x, m, out.view(), call, call.cache, 0);
+    layer_.forward(x, m, out.view(), layer_.masks(call, x.size(0), x.size(1), m.size(1)), call.cache, 0);
     return out;
   }
 

@@ -66,7 +66,7 @@ class TransformerEncoderLayer {
     const auto in = detail::encoder_input(x, options_.d_model, "TransformerEncoderLayer", storage);
     detail::check_encoder_masks(call, in.shape(), options_.nhead, "TransformerEncoderLayer");
     Tensor<Scalar, 3> out(in.shape(), uninitialized);
-    layer_.forward(in, out.view(), call);
+    layer_.forward(in, out.view(), layer_.masks(call, in.size(0), in.size(1)));
     return out;
   }
 

@@ -158,29 +158,28 @@ class AttentionBlock {
     qkv_packed_ =
         stacked(q_proj.weight(), k_proj.weight(), v_proj.weight(), q_proj.bias(), k_proj.bias(), v_proj.bias());
     if (shareable()) {
-      q_proj.use_packed(qkv_packed_.rows_view(0, options_.embed_dim));
-      k_proj.use_packed(qkv_packed_.rows_view(options_.embed_dim, kv_width()));
-      v_proj.use_packed(qkv_packed_.rows_view(options_.embed_dim + kv_width(), kv_width()));
+      q_proj.use_packed(stacked_rows(0));
+      k_proj.use_packed(stacked_rows(1));
+      v_proj.use_packed(stacked_rows(2));
     }
   }
 
   // Sets q_proj, k_proj and v_proj (Linear::set's ShapeErrors) and stacks them.
   void set_projections(Tensor<Scalar, 2> q, Tensor<Scalar, 1> bq, Tensor<Scalar, 2> k, Tensor<Scalar, 1> bk,
                        Tensor<Scalar, 2> v, Tensor<Scalar, 1> bv) {
-    qkv_packed_ = PackedMatrix<Scalar>();
     const index_t E = options_.embed_dim, kv = kv_width();
     const bool shapes = q.shape() == Shape<2>{E, E} && k.shape() == Shape<2>{kv, E} && v.shape() == Shape<2>{kv, E};
-    if (stackable() && shareable() && shapes) {
-      qkv_packed_ = stacked(q, k, v, bq, bk, bv);
-      q_proj.set(std::move(q), std::move(bq), qkv_packed_.rows_view(0, E));
-      k_proj.set(std::move(k), std::move(bk), qkv_packed_.rows_view(E, kv));
-      v_proj.set(std::move(v), std::move(bv), qkv_packed_.rows_view(E + kv, kv));
-    } else {
+    if (!stackable() || !shareable() || !shapes) {  // each Linear packs its own copy, then pack() stacks them
       q_proj.set(std::move(q), std::move(bq));
       k_proj.set(std::move(k), std::move(bk));
       v_proj.set(std::move(v), std::move(bv));
       pack();
+      return;
     }
+    qkv_packed_ = stacked(q, k, v, bq, bk, bv);  // pack()'s work, from the new parameters
+    q_proj.set(std::move(q), std::move(bq), stacked_rows(0));
+    k_proj.set(std::move(k), std::move(bk), stacked_rows(1));
+    v_proj.set(std::move(v), std::move(bv), stacked_rows(2));
   }
 
   // query [B, Lq, E], key [B, Lk, kdim], value [B, Lk, vdim]: checked here (ShapeError naming
@@ -328,6 +327,11 @@ class AttentionBlock {
   [[nodiscard]] bool shareable() const {
     const index_t nr = simd::gemm_kernels<Scalar>().nr;
     return options_.embed_dim % nr == 0 && kv_width() % nr == 0;
+  }
+  // Projection i's rows of the stacked panels (0: q, 1: k, 2: v).
+  [[nodiscard]] PackedMatrix<Scalar> stacked_rows(int i) const {
+    const index_t E = options_.embed_dim, kv = kv_width();
+    return i == 0 ? qkv_packed_.rows_view(0, E) : qkv_packed_.rows_view(E + (i - 1) * kv, kv);
   }
   // q, k, v [rows, E] (and their biases, all or none) packed as one matrix.
   PackedMatrix<Scalar> stacked(const Tensor<Scalar, 2>& q, const Tensor<Scalar, 2>& k, const Tensor<Scalar, 2>& v,

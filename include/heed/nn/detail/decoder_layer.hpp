@@ -27,6 +27,14 @@ using DecoderLayerConfig = EncoderLayerConfig;
 
 //   post-norm (default):  x = norm1(x + sa(x)); x = norm2(x + ca(x, memory)); x = norm3(x + ff(x))
 //   norm_first:           x = x + sa(norm1(x)); x = x + ca(norm2(x), memory); x = x + ff(norm3(x))
+// A decoder call's masks as its layers take them: made once per call (DecoderLayer::masks) for
+// every layer of a stack.
+template <class Scalar>
+struct DecoderMasks {
+  mask::Dynamic<Scalar> self, cross;
+  MaskedRows masked_rows = MaskedRows::zero;
+};
+
 // sa: self_attn over the target (with a cache: over everything cached), ca: multihead_attn over
 // the memory (with a cache: its keys and values projected once), ff: linear2(act(linear1(x))).
 template <class Scalar>
@@ -56,33 +64,40 @@ class DecoderLayer {
     norm3_.load(from.child("norm3."));
   }
 
+  // The call's masks (checked by the caller: check_decoder_masks) for tgt [B, L, d_model] and
+  // memory [B, S, d_model]; with a cache, over everything it holds before the call.
+  [[nodiscard]] DecoderMasks<Scalar> masks(const nn::DecoderCall<Scalar>& call, index_t B, index_t L, index_t S) const {
+    return {self_attn_.masks_of({.key_padding_mask = call.tgt_key_padding_mask,
+                                 .attn_mask = call.tgt_mask,
+                                 .attn_bias = call.tgt_bias,
+                                 .is_causal = call.tgt_is_causal,
+                                 .cache = call.cache ? &call.cache->self_attention(0) : nullptr},
+                                B, L),
+            multihead_attn_.masks_of({.key_padding_mask = call.memory_key_padding_mask,
+                                      .attn_mask = call.memory_mask,
+                                      .attn_bias = call.memory_bias},
+                                     B, S),
+            call.masked_rows};
+  }
+
   // out = layer(x, memory); x and out contiguous [B, L, d_model], memory [B, S, d_model]
   // (validated by the caller); out may be x. `layer` is this layer's index in `cache`.
   void forward(const TensorView<const Scalar, 3>& x, const TensorView<const Scalar, 3>& memory,
-               const TensorView<Scalar, 3>& out, const nn::DecoderCall<Scalar>& call, nn::DecoderCache<Scalar>* cache,
+               const TensorView<Scalar, 3>& out, const DecoderMasks<Scalar>& masks, nn::DecoderCache<Scalar>* cache,
                index_t layer) const {
     const index_t rows = x.numel() / config_.d_model;
-    const nn::MultiheadAttentionCall<Scalar> self_call{.key_padding_mask = call.tgt_key_padding_mask,
-                                                       .attn_mask = call.tgt_mask,
-                                                       .attn_bias = call.tgt_bias,
-                                                       .need_weights = false,
-                                                       .is_causal = call.tgt_is_causal,
-                                                       .masked_rows = call.masked_rows,
+    const nn::MultiheadAttentionCall<Scalar> self_call{.masked_rows = masks.masked_rows,
                                                        .cache = cache ? &cache->self_attention(layer) : nullptr};
-    const nn::MultiheadAttentionCall<Scalar> cross_call{.key_padding_mask = call.memory_key_padding_mask,
-                                                        .attn_mask = call.memory_mask,
-                                                        .attn_bias = call.memory_bias,
-                                                        .need_weights = false,
-                                                        .masked_rows = call.masked_rows};
+    const nn::MultiheadAttentionCall<Scalar> cross_call{.masked_rows = masks.masked_rows};
     // out += cross_attention(in)
     const auto add_cross = [&](const auto& in) {
       Tensor<Scalar, 3> y;
       if (cache) {
         auto& projected = cache->memory(layer);
         if (!projected) projected = multihead_attn_.project_kv(memory, memory);
-        y = multihead_attn_.attend(in, *projected, cross_call).output;
+        y = multihead_attn_.attend_with(as_view(in), *projected, masks.cross, cross_call).output;
       } else {
-        y = multihead_attn_(in, memory, memory, cross_call).output;
+        y = multihead_attn_.forward_with(as_view(in), memory, memory, masks.cross, cross_call).output;
       }
       Scalar* o = out.data();
       const Scalar* a = y.data();
@@ -92,12 +107,13 @@ class DecoderLayer {
       detail::add_feed_forward(linear1_, linear2_, config_.activation, in, out.data(), rows);
     };
     if (config_.norm_first) {
-      self_attn_.add_self_attention(norm1_(x), x, out, self_call);
+      self_attn_.add_self_attention_with(norm1_(x), x, out, masks.self, self_call, nullptr);
       add_cross(norm2_(out));
       const Tensor<Scalar, 3> normed = norm3_(out);
       add_feed_forward(normed.data());
     } else {
-      self_attn_.add_self_attention(x, x, out, self_call);  // x is read (projected) before out is written
+      self_attn_.add_self_attention_with(x, x, out, masks.self, self_call,
+                                         nullptr);  // x is read (projected) before out is written
       norm1_.rows(out.data(), out.data(), rows);
       add_cross(out);
       norm2_.rows(out.data(), out.data(), rows);

@@ -91,6 +91,14 @@ void add_feed_forward(const nn::Linear<Scalar>& linear1, const nn::Linear<Scalar
   });
 }
 
+// An encoder call's masks as its layers take them: made once per call (EncoderLayer::masks) for
+// every layer of a stack.
+template <class Scalar>
+struct LayerMasks {
+  mask::Dynamic<Scalar> masks;
+  MaskedRows masked_rows = MaskedRows::zero;
+};
+
 //   post-norm (default):  x = norm1(x + self_attn(x)); x = norm2(x + ff(x))
 //   norm_first:           x = x + self_attn(norm1(x)); x = x + ff(norm2(x))
 //   ff(x) = linear2(activation(linear1(x)))
@@ -116,22 +124,26 @@ class EncoderLayer {
     norm2_.load(from.child(names.norm2));
   }
 
+  // The call's masks (checked by the caller: check_encoder_masks) over x [B, L, d_model].
+  [[nodiscard]] LayerMasks<Scalar> masks(const nn::EncoderCall& call, index_t B, index_t L) const {
+    return {self_attn_.masks_of({.key_padding_mask = call.src_key_padding_mask,
+                                 .attn_mask = call.mask,
+                                 .is_causal = call.is_causal,
+                                 .sparse = call.sparse},
+                                B, L),
+            call.masked_rows};
+  }
+
   // out = layer(x), both contiguous [B, L, d_model] (validated by the caller); out may be x
   // (the stack chains layers in place). x is not copied: the first residual connection reads
   // it in the output projection's GEMM. `weights`, when not null, receives the self-attention's
   // weights per head, [B, H, L, L].
-  void forward(const TensorView<const Scalar, 3>& x, const TensorView<Scalar, 3>& out, const nn::EncoderCall& call,
+  void forward(const TensorView<const Scalar, 3>& x, const TensorView<Scalar, 3>& out, const LayerMasks<Scalar>& m,
                Tensor<Scalar, 4>* weights = nullptr) const {
     const index_t d = config_.d_model, rows = x.numel() / d;
     // out = skip + self_attn(in), the skip added by the output projection's GEMM
     const auto add_attention = [&](const auto& in, const TensorView<const Scalar, 3>& skip) {
-      self_attn_.add_self_attention(in, skip, out,
-                                    {.key_padding_mask = call.src_key_padding_mask,
-                                     .attn_mask = call.mask,
-                                     .is_causal = call.is_causal,
-                                     .masked_rows = call.masked_rows,
-                                     .sparse = call.sparse},
-                                    weights);
+      self_attn_.add_self_attention_with(in, skip, out, m.masks, {.masked_rows = m.masked_rows}, weights);
     };
     const auto add_feed_forward = [&](const Scalar* in) {
       detail::add_feed_forward(linear1_, linear2_, config_.activation, in, out.data(), rows);
@@ -180,8 +192,9 @@ class EncoderStack {
 
   Tensor<Scalar, 3> forward(const TensorView<const Scalar, 3>& in, const nn::EncoderCall& call) const {
     Tensor<Scalar, 3> out(in.shape(), uninitialized);
-    layers_.front().forward(in, out.view(), call);  // then layer by layer in place
-    for (std::size_t i = 1; i < layers_.size(); ++i) layers_[i].forward(out.view(), out.view(), call);
+    const LayerMasks<Scalar> masks = layers_.front().masks(call, in.size(0), in.size(1));  // one for every layer
+    layers_.front().forward(in, out.view(), masks);  // then layer by layer in place
+    for (std::size_t i = 1; i < layers_.size(); ++i) layers_[i].forward(out.view(), out.view(), masks);
     const index_t d = layers_.front().config().d_model;
     if (final_norm_) norm_.rows(out.data(), out.data(), out.numel() / d);
     return out;

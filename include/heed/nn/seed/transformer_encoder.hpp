@@ -66,7 +66,7 @@ class TransformerEncoderLayer {
     heed::detail::check_encoder_masks({.src_key_padding_mask = key_padding_mask}, in.shape(), options_.n_heads,
                                       "seed::TransformerEncoderLayer", "key_padding_mask");
     Tensor<Scalar, 3> out(in.shape(), uninitialized);
-    layer_.forward(in, out.view(), {.src_key_padding_mask = key_padding_mask});
+    layer_.forward(in, out.view(), layer_.masks({.src_key_padding_mask = key_padding_mask}, in.size(0), in.size(1)));
     return out;
   }
 

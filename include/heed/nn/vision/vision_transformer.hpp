@@ -143,7 +143,8 @@ class VisionTransformer {
     VisionTransformerResult<Scalar> result;
     if (call.need_weights) result.weights.resize(layers_.size());
     for (std::size_t i = 0; i < layers_.size(); ++i)
-      layers_[i].forward(x.view(), x.view(), {}, call.need_weights ? &result.weights[i] : nullptr);
+      layers_[i].forward(x.view(), x.view(), detail::LayerMasks<Scalar>{},
+                         call.need_weights ? &result.weights[i] : nullptr);
     // only the class token's row goes on: encoder.ln, then the head
     Tensor<Scalar, 2> cls({B, D}, uninitialized);
     for (index_t b = 0; b < B; ++b) ln_.rows(x.data() + b * L * D, cls.data() + b * D, 1);

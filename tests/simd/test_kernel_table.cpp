@@ -207,11 +207,19 @@ void check_gemm_entries(index_t kc, index_t n_valid) {
           << i << "," << j;
     }
 
-  std::vector<Acc> row(c.begin(), c.begin() + nr), row_direct = row;
-  table.row(kc, packed.data(), b.data(), row.data(), row.data(), nullptr, false, n_valid);
-  simd::gemm_row_kernel(kc, packed_direct.data(), b.data(), row_direct.data(), row_direct.data(),
+  // the single-row kernel reads A's first row as it is (widened), not packed
+  std::vector<Acc> a_row(static_cast<std::size_t>(kc));
+  for (index_t k = 0; k < kc; ++k) a_row[std::size_t(k)] = static_cast<Acc>(a.data()[k]);
+  std::vector<Acc> row(c.begin(), c.begin() + nr), row_direct = row, start = row;
+  table.row(kc, a_row.data(), b.data(), row.data(), row.data(), nullptr, false, n_valid);
+  simd::gemm_row_kernel(kc, a_row.data(), b.data(), row_direct.data(), row_direct.data(),
                         static_cast<const Acc*>(nullptr), false, n_valid);
   EXPECT_TRUE(same_bits(row, row_direct)) << "row";
+  for (index_t j = 0; j < n_valid; ++j) {
+    double sum = double(start[std::size_t(j)]);
+    for (index_t k = 0; k < kc; ++k) sum += double(a.data()[k]) * double(b.data()[k * nr + j]);
+    ASSERT_NEAR(double(row[std::size_t(j)]), sum, 1e-5 * (1 + std::abs(sum)) * double(kc + 1)) << "row " << j;
+  }
 
   if constexpr (heed::is_16bit_float_v<Storage>) {
     std::vector<Storage> out(nr), out_direct(nr);

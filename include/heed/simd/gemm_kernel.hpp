@@ -77,26 +77,27 @@ inline void prefetch_c_tile(T* c, index_t ldc, const T* src, index_t lds, index_
   }
 }
 
-/// gemm_micro_kernel for a single row of C (a decoding step's GEMV): the same result, without the
-/// MR - 1 rows of padding, its k loop split over four chains of accumulators so that the FMAs do
-/// not wait on each other.
+/// gemm_micro_kernel for a single row of C (a decoding step's GEMV): the same result from the
+/// row's kc values a[0, kc) read as they are (no packed micro-panel: no MR - 1 rows of padding to
+/// write and skip), its k loop split over four chains of accumulators so that the FMAs do not
+/// wait on each other.
 template <class Acc, class B = Acc>
 inline void gemm_row_kernel(index_t kc, const Acc* a, const B* b, Acc* c, const Acc* src, const Acc* bias, bool relu,
                             index_t n_valid) noexcept {
-  constexpr index_t MR = GemmTile<Acc>::mr, NR = GemmTile<Acc>::nr, W = static_cast<index_t>(width<Acc>);
+  constexpr index_t NR = GemmTile<Acc>::nr, W = static_cast<index_t>(width<Acc>);
   const batch<Acc> zero = broadcast(Acc(0));
   batch<Acc> acc[8] = {zero, zero, zero, zero, zero, zero, zero, zero};
   index_t kk = 0;
   for (; kk + 4 <= kc; kk += 4) {
     HEED_UNROLL(4)  // fully: the accumulators stay in registers at -O2 too
     for (index_t u = 0; u < 4; ++u) {
-      const batch<Acc> ak = broadcast(a[(kk + u) * MR]);
+      const batch<Acc> ak = broadcast(a[kk + u]);
       acc[2 * u] = fma(ak, load_widened(b + (kk + u) * NR), acc[2 * u]);
       acc[2 * u + 1] = fma(ak, load_widened(b + (kk + u) * NR + W), acc[2 * u + 1]);
     }
   }
   for (; kk < kc; ++kk) {
-    const batch<Acc> ak = broadcast(a[kk * MR]);
+    const batch<Acc> ak = broadcast(a[kk]);
     acc[0] = fma(ak, load_widened(b + kk * NR), acc[0]);
     acc[1] = fma(ak, load_widened(b + kk * NR + W), acc[1]);
   }

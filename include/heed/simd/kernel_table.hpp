@@ -104,7 +104,8 @@ struct GemmKernels {
   /// micro-kernel asks for its share of the `next_size` values of the next panel `next`, if any.
   void (*panel)(index_t kc, const Acc* a, index_t m, const Storage* b, const Storage* next, index_t next_size, Acc* c,
                 index_t ldc, const Acc* src, index_t lds, const Acc* bias, bool relu, index_t n_valid) noexcept;
-  /// panel for a single row of A (simd::gemm_row_kernel); src may be c.
+  /// panel for a single row of A, its kc values read as they are (not packed; simd::gemm_row_kernel);
+  /// src may be c.
   void (*row)(index_t kc, const Acc* a, const Storage* b, Acc* c, const Acc* src, const Acc* bias, bool relu,
               index_t n_valid) noexcept;
   /// C's float row rounded to Storage (simd::narrow); 16-bit Storage only (null otherwise).

@@ -55,9 +55,9 @@ T* packed_a_buffer(index_t rows, index_t kc) {
   return std::max({index_t{1}, min_chunk_panels, (panels + chunks - 1) / chunks});
 }
 
-// The one row of A of a decoding step's GEMV, packed for the single-row kernels once per call,
-// every k block of it (block b at b · MR · KC), on the calling thread: the tasks that share W's
-// panels then all read it, instead of each packing it again. Returns the caller's buffer.
+// The one row of A of a decoding step's GEMV, packed for the single-row pair kernels once per
+// call, every k block of it (block b at b · MR · KC), on the calling thread: the tasks that share
+// W's panels then all read it, instead of each packing it again. Returns the caller's buffer.
 template <class Packed, class Storage, class Pack>
 Packed* pack_row_blocks(const Storage* a, index_t k, index_t MR, index_t KC, const Pack& pack) {
   const index_t blocks = std::max<index_t>(1, (k + KC - 1) / KC);
@@ -77,27 +77,24 @@ inline constexpr index_t gemv_task_work = 32 * 1024;
 
 // gemm_nt for float and double with one row of A (a decoding step): the workers share W's
 // panels (the one row block would give all the work to one of them), and each panel runs on the
-// single-row kernel.
+// single-row kernel, which reads the row as it is.
 template <class Storage, class Packed, class Options, class Epilogue>
 void gemm_nt_row(const Storage* a, const Packed& w, Storage* c, const Options& options, const Epilogue& epilogue,
                  int threads) {
   const simd::GemmKernels<Storage>& kernels = w.kernels();
-  const index_t MR = kernels.mr, NR = kernels.nr, KC = kernels.kc;
+  const index_t NR = kernels.nr, KC = kernels.kc;
   constexpr index_t chunk = 4;  // panels per task: 4 · NR columns of C
   const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR, chunks = (panels + chunk - 1) / chunk;
-  const Storage* const packed_row = pack_row_blocks<Storage>(
-      a, k, MR, KC, [&](const Storage* from, index_t kc, Storage* to) { kernels.pack_a(from, k, index_t{1}, kc, to); });
   parallel_for(chunks, static_cast<int>(std::min<index_t>(gemv_workers(n, k, threads), chunks)),
                [&](index_t task, int) {
                  const index_t p_end = std::min(panels, (task + 1) * chunk);
                  for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
                    const index_t kc = std::min(KC, k - k0);
-                   const Storage* packed = packed_row + (k0 / KC) * MR * KC;
                    const bool last = k0 + KC >= k;
                    const Storage* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
                    for (index_t p = task * chunk; p < p_end; ++p) {
                      const index_t n_valid = std::min(NR, n - p * NR);
-                     kernels.row(kc, packed, w.panel(p, k0), c + p * NR, src ? src + p * NR : nullptr,
+                     kernels.row(kc, a + k0, w.panel(p, k0), c + p * NR, src ? src + p * NR : nullptr,
                                  last ? w.bias(p) : nullptr, last && options.relu, n_valid);
                      if constexpr (!std::is_same_v<Epilogue, NoEpilogue>)
                        if (last) run_epilogue(epilogue, c + p * NR, 0, p * NR, n_valid);
@@ -162,13 +159,18 @@ void gemm_nt_widened_row(const Storage* a, const Packed& w, Storage* c, const Op
   const Storage* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
   constexpr bool pairs = Pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
   using PackedA = std::conditional_t<pairs, Storage, Acc>;
-  const PackedA* const packed_row =
-      pack_row_blocks<PackedA>(a, k, MR, KC, [&](const Storage* from, index_t kc, PackedA* to) {
-        if constexpr (pairs)
-          kernels.pack_a_pairs(from, k, index_t{1}, kc, to);
-        else
-          kernels.pack_a(from, k, index_t{1}, kc, to);
-      });
+  // The pair kernels read A's row packed in pairs, every k block of it; the widened ones read the
+  // row widened to float once, as it is.
+  const PackedA* packed_row = nullptr;
+  if constexpr (pairs) {
+    packed_row = pack_row_blocks<PackedA>(a, k, MR, KC, [&](const Storage* from, index_t kc, PackedA* to) {
+      kernels.pack_a_pairs(from, k, index_t{1}, kc, to);
+    });
+  } else {
+    Acc* widened = packed_a_buffer<Acc>(1, k);
+    simd::convert_kernels<Storage>().widen(a, widened, k);
+    packed_row = widened;
+  }
   parallel_for(chunks, static_cast<int>(std::min<index_t>(gemv_workers(n, k, threads), chunks)),
                [&](index_t task, int) {
                  thread_local std::vector<Acc> row;
@@ -181,7 +183,7 @@ void gemm_nt_widened_row(const Storage* a, const Packed& w, Storage* c, const Op
                  for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
                    const index_t kc = std::min(KC, k - k0);
                    const bool last = k0 + KC >= k, add = k0 > 0 || init;
-                   const PackedA* packed = packed_row + (k0 / KC) * MR * KC;
+                   const PackedA* packed = packed_row + (pairs ? (k0 / KC) * MR * KC : k0);
                    if constexpr (pairs) {
                      for (index_t p = p0; p < p_end; ++p) {
                        Acc* tile = row.data() + (p - p0) * NR;

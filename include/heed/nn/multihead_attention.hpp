@@ -41,13 +41,6 @@
 #include "heed/nn/detail/attention_block.hpp"
 #include "heed/nn/detail/torch_masks.hpp"
 
-namespace heed::detail {
-template <class Scalar>
-class EncoderLayer;  // nn/detail/encoder_layer.hpp
-template <class Scalar>
-class DecoderLayer;  // nn/detail/decoder_layer.hpp
-}  // namespace heed::detail
-
 namespace heed::nn {
 
 /// The constructor options of MultiheadAttention, with torch.nn.MultiheadAttention's names.

@@ -35,6 +35,13 @@
 // shape the result. One mask type and one score type: one copy of the driver per scalar type.
 namespace heed::detail {
 
+// The encoder's and decoder's layers (nn/detail/encoder_layer.hpp, decoder_layer.hpp): friends of
+// nn::MultiheadAttention, whose masks they take made once per call.
+template <class Scalar>
+class EncoderLayer;
+template <class Scalar>
+class DecoderLayer;
+
 // A step on the projected heads before attention: q [B, Hq, Lq, hd] and k [B, Hkv, Lk, hd],
 // writable; row i of batch row b of q is at sequence position q_start[b] + i, of k at
 // k_start[b] + i (with a cache, each row continues after its own length).

@@ -167,14 +167,15 @@ TEST(Linear, ReadsTheRowsOfAStackedPackedMatrix) {
     }
     return std::string("no ShapeError");
   };
-  const std::string wrong_rows = "heed::nn::Linear::use_packed: a packed [" + std::to_string(bottom) + ", 40] matrix " +
-                                 "for a Linear of 40 → " + std::to_string(top) + " features";
-  EXPECT_EQ(message([&] { shared_top.use_packed(stacked.rows_view(top, bottom)); }), wrong_rows);
+  const std::string wrong_rows = ": a packed [" + std::to_string(bottom) + ", 40] matrix for a Linear of 40 → " +
+                                 std::to_string(top) + " features";
+  EXPECT_EQ(message([&] { shared_top.use_packed(stacked.rows_view(top, bottom)); }),
+            "heed::nn::Linear::use_packed" + wrong_rows);
   EXPECT_EQ(message([&] {
               shared_top.set(heed::randn<float>({top, in}, 11), heed::randn<float>({top}, 12),
                              stacked.rows_view(top, bottom));
             }),
-            wrong_rows);
+            "heed::nn::Linear::set" + wrong_rows);
   EXPECT_TRUE(heed::test::all_close(shared_top.weight(), own_top.weight(), {0, 0}));  // unchanged
   EXPECT_TRUE(heed::test::all_close(shared_top(x), own_top(x), {0, 0}));
   const heed::PackedMatrix<float> no_bias(w.data(), top, in);

@@ -76,7 +76,7 @@ class Linear {
   /// weight and bias as PackedMatrix(weight, bias) would; ShapeError (changing nothing) unless
   /// it is [out_features, in_features] with a bias where this Linear has one.
   void set(Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias, PackedMatrix<Scalar> packed) {
-    check_packed(packed, options_.bias);
+    check_packed(packed, "set");
     assign(std::move(weight), std::move(bias));
     packed_ = std::move(packed);
   }
@@ -84,7 +84,7 @@ class Linear {
   /// Reads W from `packed` from now on instead of its own packed copy (as the three-argument
   /// set(), for the parameters it holds already).
   void use_packed(PackedMatrix<Scalar> packed) {
-    check_packed(packed, options_.bias);
+    check_packed(packed, "use_packed");
     packed_ = std::move(packed);
   }
 
@@ -130,20 +130,20 @@ class Linear {
   }
 
  private:
-  // The parameters, checked, without packing them.
-  // ShapeError unless `packed` is [out_features, in_features], with a bias where this Linear has one.
-  void check_packed(const PackedMatrix<Scalar>& packed, bool with_bias) const {
+  // ShapeError (from Linear::<who>) unless `packed` is [out_features, in_features], with a bias
+  // where this Linear has one.
+  void check_packed(const PackedMatrix<Scalar>& packed, const char* who) const {
+    const std::string prefix = std::string("heed::nn::Linear::") + who + ": ";
     if (packed.rows() != options_.out_features || packed.cols() != options_.in_features)
-      throw ShapeError("heed::nn::Linear::use_packed: a packed [" + std::to_string(packed.rows()) + ", " +
-                       std::to_string(packed.cols()) + "] matrix for a Linear of " +
-                       std::to_string(options_.in_features) + " → " + std::to_string(options_.out_features) +
-                       " features");
-    if (packed.has_bias() != with_bias)
-      throw ShapeError(std::string("heed::nn::Linear::use_packed: the packed matrix has ") +
-                       (packed.has_bias() ? "a bias" : "no bias") + ", this Linear " +
-                       (with_bias ? "has one" : "has none"));
+      throw ShapeError(prefix + "a packed [" + std::to_string(packed.rows()) + ", " + std::to_string(packed.cols()) +
+                       "] matrix for a Linear of " + std::to_string(options_.in_features) + " → " +
+                       std::to_string(options_.out_features) + " features");
+    if (packed.has_bias() != options_.bias)
+      throw ShapeError(prefix + "the packed matrix has " + (packed.has_bias() ? "a bias" : "no bias") +
+                       ", this Linear " + (options_.bias ? "has one" : "has none"));
   }
 
+  // The parameters, checked, without packing them.
   void assign(Tensor<Scalar, 2> weight, Tensor<Scalar, 1> bias) {
     const Shape<2> expected{options_.out_features, options_.in_features};
     if (weight.shape() != expected)

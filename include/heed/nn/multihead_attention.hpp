@@ -227,14 +227,7 @@ class MultiheadAttention {
                                                 const TensorView<const Scalar, 3>& key,
                                                 const TensorView<const Scalar, 3>& value, mask::Dynamic<Scalar> masks,
                                                 const MultiheadAttentionCall<Scalar>& call) const {
-    std::optional<detail::CacheStore<Scalar>> store;
-    if (call.cache) store.emplace(*call.cache);
-    return finish(block_.forward(query, key, value, std::move(masks),
-                                 {.need_weights = call.need_weights,
-                                  .masked_rows = call.masked_rows,
-                                  .kv_store = store ? &*store : nullptr,
-                                  .stats = call.stats}),
-                  call);
+    return finish(run_block(query, key, value, std::move(masks), call, {.need_weights = call.need_weights}), call);
   }
 
   MultiheadAttentionResult<Scalar> attend_with(const TensorView<const Scalar, 3>& query, const ProjectedKV<Scalar>& kv,
@@ -253,16 +246,24 @@ class MultiheadAttention {
                                mask::Dynamic<Scalar> masks, const MultiheadAttentionCall<Scalar>& call,
                                Tensor<Scalar, 4>* weights) const {
     const auto xv = as_view(x);
+    auto r = run_block(xv, xv, xv, std::move(masks), call,
+                       {.need_weights = weights != nullptr, .skip = skip.data(), .out = out.data()});
+    if (weights) *weights = std::move(r.weights);
+  }
+
+  // block_.forward with `block`'s need_weights, skip and out, and the call's cache (as the
+  // block's store), masked_rows and stats.
+  detail::BlockResult<Scalar> run_block(const TensorView<const Scalar, 3>& query,
+                                        const TensorView<const Scalar, 3>& key,
+                                        const TensorView<const Scalar, 3>& value, mask::Dynamic<Scalar> masks,
+                                        const MultiheadAttentionCall<Scalar>& call,
+                                        detail::BlockCall<Scalar> block) const {
     std::optional<detail::CacheStore<Scalar>> store;
     if (call.cache) store.emplace(*call.cache);
-    auto r = block_.forward(xv, xv, xv, std::move(masks),
-                            {.need_weights = weights != nullptr,
-                             .masked_rows = call.masked_rows,
-                             .kv_store = store ? &*store : nullptr,
-                             .skip = skip.data(),
-                             .out = out.data(),
-                             .stats = call.stats});
-    if (weights) *weights = std::move(r.weights);
+    block.masked_rows = call.masked_rows;
+    block.kv_store = store ? &*store : nullptr;
+    block.stats = call.stats;
+    return block_.forward(query, key, value, std::move(masks), block);
   }
 
   // The result with torch's weights: averaged over the heads or per head, as the call asks.
@@ -317,13 +318,18 @@ class MultiheadAttention {
     detail::check_torch_masks({.module = "MultiheadAttention",
                                .attn_mask = has_bias ? "attn_bias" : "attn_mask",
                                .key_padding_mask = "key_padding_mask"},
-                              B, options_.num_heads, Lq, new_keys + (call.cache ? call.cache->max_length() : 0),
-                              call.key_padding_mask, attn_mask_of(call));
+                              B, options_.num_heads, Lq, keys_of(call, new_keys), call.key_padding_mask,
+                              attn_mask_of(call));
     if (call.sparse && (call.cache || block_.extra_keys() > 0))
       throw ShapeError(
           "heed::nn::MultiheadAttention: a sparse pattern does not combine with a cache, add_bias_kv or "
           "add_zero_attn");
     return masks_of(call, B, new_keys);
+  }
+
+  // The keys the call's masks cover: with a cache, every cached key and the new ones.
+  static index_t keys_of(const MultiheadAttentionCall<Scalar>& call, index_t new_keys) {
+    return new_keys + (call.cache ? call.cache->max_length() : 0);
   }
 
   // The call's attn_mask, or its attn_bias (checked_masks allows one of them at most).
@@ -334,9 +340,7 @@ class MultiheadAttention {
   // heed's typed masks from PyTorch's (checked: checked_masks), with a visible column for each
   // extra key (bias_k, the zero key), as PyTorch pads them.
   mask::Dynamic<Scalar> masks_of(const MultiheadAttentionCall<Scalar>& call, index_t B, index_t new_keys) const {
-    // with a cache, every cached key and the new ones
-    const index_t Lk0 = new_keys + (call.cache ? call.cache->max_length() : 0);
-    const index_t Lk = Lk0 + block_.extra_keys();
+    const index_t Lk0 = keys_of(call, new_keys), Lk = Lk0 + block_.extra_keys();
     mask::Dynamic<Scalar> masks;
     if (call.sparse) masks.sparse = *call.sparse;
     if (call.is_causal && !call.cache) masks.causal.emplace();  // a cache brings its own

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -42,6 +43,32 @@ TEST(RunTeam, WorkersClaimSharesOfOneJob) {
   }
 }
 
+TEST(ParallelShares, EachWorkerTakesItsContiguousShareOnEveryCall) {
+  // worker w of W takes [n·w/W, n·(w+1)/W): every index once, the same share at every call
+  for (const heed::index_t n : {0, 1, 2, 3, 7, 12, 1000}) {
+    for (const int threads : {1, 2, 3, 5}) {
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n)), owner(static_cast<std::size_t>(n));
+      std::atomic<int> wrong{0};
+      for (int call = 0; call < 3; ++call) {
+        heed::detail::parallel_shares(n, threads, [&](heed::index_t begin, heed::index_t end, int worker) {
+          const auto workers = static_cast<heed::index_t>(std::min<heed::index_t>(threads, n));
+          // fewer workers than asked may run (a busy team): then worker 0 takes everything
+          const bool alone = begin == 0 && end == n && worker == 0;
+          if (!alone && (begin != n * worker / workers || end != n * (worker + 1) / workers)) wrong++;
+          if (begin >= end) wrong++;
+          for (heed::index_t i = begin; i < end; ++i) {
+            hits[static_cast<std::size_t>(i)]++;
+            if (call == 0) owner[static_cast<std::size_t>(i)] = worker;
+            if (call > 0 && !alone && owner[static_cast<std::size_t>(i)] != worker) wrong++;
+          }
+        });
+      }
+      for (auto& h : hits) EXPECT_EQ(h.load(), 3) << "n " << n << ", threads " << threads;
+      EXPECT_EQ(wrong.load(), 0) << "n " << n << ", threads " << threads;
+    }
+  }
+}
+
 TEST(ParallelFor, NumThreadsIsSettable) {
   heed::set_num_threads(1);
   EXPECT_EQ(heed::num_threads(), 1);
@@ -59,12 +86,13 @@ TEST(ParallelFor, EmptyRangeDoesNothing) {
 
 namespace {
 
-// Whether two workers of one parallel_for ran at the same time: each waits (a few seconds at
-// most) for the other to arrive.
-bool two_workers_meet() {
+// Whether two workers of one parallel loop ran at the same time: each waits (a few seconds at
+// most) for the other to arrive. run_two(task) runs task() on each of two workers.
+template <class RunTwo>
+bool two_workers_meet(RunTwo run_two) {
   std::atomic<int> arrived{0};
   std::atomic<bool> met{true};
-  heed::parallel_for(2, 2, [&](heed::index_t, int) {
+  run_two([&] {
     arrived.fetch_add(1);
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (arrived.load() < 2) {
@@ -80,7 +108,14 @@ bool two_workers_meet() {
 
 TEST(ParallelFor, TwoThreadsRunAtOnceWithOrWithoutOpenMP) {
   // heed's own team (or OpenMP's) runs the shares on two threads even on one CPU
-  EXPECT_TRUE(two_workers_meet());
+  EXPECT_TRUE(
+      two_workers_meet([](const auto& task) { heed::parallel_for(2, 2, [&](heed::index_t, int) { task(); }); }));
+}
+
+TEST(ParallelShares, RunsOnTwoThreadsAtOnce) {
+  EXPECT_TRUE(two_workers_meet([](const auto& task) {
+    heed::detail::parallel_shares(2, 2, [&](heed::index_t, heed::index_t, int) { task(); });
+  }));
 }
 
 TEST(ParallelFor, DefaultIsEveryCpuOfTheProcess) {

@@ -75,4 +75,28 @@ void parallel_for(index_t n, int threads, Body&& body) {
   for (index_t i = 0; i < n; ++i) body(i, 0);
 }
 
+namespace detail {
+
+// Runs body(begin, end, worker) once per worker over contiguous shares of [0, n) that differ by
+// one index at most: worker w of W takes [n·w/W, n·(w+1)/W). Where parallel_for hands indices to
+// whichever worker comes free, here a share goes to the same worker on every call, so a loop run
+// again and again over the same data (a decoding step's weights, each step) finds its share in
+// that worker's cache. For iterations of equal cost only. threads as parallel_for takes it.
+template <class Body>
+void parallel_shares(index_t n, int threads, Body&& body) {
+  threads = threads <= 0 ? num_threads() : std::min(threads, max_threads);
+  threads = static_cast<int>(std::min<index_t>(threads, n));
+  auto job = [&](int worker, int workers) {
+    const index_t begin = n * worker / workers, end = n * (worker + 1) / workers;
+    if (begin < end) body(begin, end, worker);
+  };
+  if (threads > 1) {
+    run_workers(threads, job);
+    return;
+  }
+  if (n > 0) body(index_t{0}, n, 0);
+}
+
+}  // namespace detail
+
 }  // namespace heed

@@ -43,9 +43,23 @@ T* packed_a_buffer(index_t rows, index_t kc) {
   return packed.data();
 }
 
+// C's rows in blocks of at most MC, as even as whole micro-panels of MR rows allow: 256 rows at
+// MC = 192 are blocks of 132 and 124, not of 192 and 64 (which two workers would share 3 : 1).
+// A row's products are the same whichever block holds it: the split changes no bit.
+struct RowBlocks {
+  index_t m, rows, count;  // C's rows, rows per block (the last may have fewer), blocks
+  RowBlocks(index_t m_, index_t MC, index_t MR) : m(m_) {
+    const index_t even = (m + MC - 1) / MC;
+    rows = even <= 1 ? MC : std::min(MC, ((m + even - 1) / even + MR - 1) / MR * MR);
+    count = (m + rows - 1) / rows;
+  }
+  [[nodiscard]] index_t first(index_t block) const noexcept { return block * rows; }
+  [[nodiscard]] index_t size(index_t block) const noexcept { return std::min(rows, m - block * rows); }
+};
+
 // How many of W's panels one task takes of a row block of C: all where the row blocks alone keep
-// `threads` workers busy; fewer where they are few (a prefill of 256 rows is 3 blocks of 96, which
-// two workers would share 2 : 1), for about four tasks per worker, and never fewer than
+// `threads` workers busy; fewer where they are few (a prefill of 256 rows is two or three
+// blocks, which two workers would share unevenly), for about four tasks per worker, and never fewer than
 // min_chunk_panels, so that packing the A block again costs little. A chunk's columns are
 // computed exactly as in the whole row block: the split changes no bit.
 [[nodiscard]] inline index_t gemm_chunk_panels(index_t row_blocks, index_t panels, int threads) noexcept {
@@ -76,32 +90,31 @@ inline constexpr index_t gemv_task_work = 32 * 1024;
 }
 
 // gemm_nt for float and double with one row of A (a decoding step): the workers share W's
-// panels (the one row block would give all the work to one of them), and each panel runs on the
-// single-row kernel, which reads the row as it is.
+// panels (the one row block would give all the work to one of them), each worker the same
+// contiguous share on every call (parallel_shares: a step's share of the weights stays in that
+// worker's cache from one step to the next), and each panel runs on the single-row kernel, which
+// reads the row as it is.
 template <class Storage, class Packed, class Options, class Epilogue>
 void gemm_nt_row(const Storage* a, const Packed& w, Storage* c, const Options& options, const Epilogue& epilogue,
                  int threads) {
   const simd::GemmKernels<Storage>& kernels = w.kernels();
   const index_t NR = kernels.nr, KC = kernels.kc;
-  constexpr index_t chunk = 4;  // panels per task: 4 · NR columns of C
-  const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR, chunks = (panels + chunk - 1) / chunk;
-  parallel_for(chunks, static_cast<int>(std::min<index_t>(gemv_workers(n, k, threads), chunks)),
-               [&](index_t task, int) {
-                 const index_t p_end = std::min(panels, (task + 1) * chunk);
-                 for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
-                   const index_t kc = std::min(KC, k - k0);
-                   const bool last = k0 + KC >= k;
-                   const Storage* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
-                   for (index_t p = task * chunk; p < p_end; ++p) {
-                     const index_t n_valid = std::min(NR, n - p * NR);
-                     kernels.row(kc, a + k0, w.panel(p, k0), c + p * NR, src ? src + p * NR : nullptr,
-                                 last ? w.bias(p) : nullptr, last && options.relu, n_valid);
-                     if constexpr (!std::is_same_v<Epilogue, NoEpilogue>)
-                       if (last) run_epilogue(epilogue, c + p * NR, 0, p * NR, n_valid);
-                   }
-                   if (k == 0) break;
-                 }
-               });
+  const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR;
+  parallel_shares(panels, gemv_workers(n, k, threads), [&](index_t p_begin, index_t p_end, int) {
+    for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
+      const index_t kc = std::min(KC, k - k0);
+      const bool last = k0 + KC >= k;
+      const Storage* src = k0 > 0 || (options.accumulate && !options.addend) ? c : options.addend;
+      for (index_t p = p_begin; p < p_end; ++p) {
+        const index_t n_valid = std::min(NR, n - p * NR);
+        kernels.row(kc, a + k0, w.panel(p, k0), c + p * NR, src ? src + p * NR : nullptr, last ? w.bias(p) : nullptr,
+                    last && options.relu, n_valid);
+        if constexpr (!std::is_same_v<Epilogue, NoEpilogue>)
+          if (last) run_epilogue(epilogue, c + p * NR, 0, p * NR, n_valid);
+      }
+      if (k == 0) break;
+    }
+  });
 }
 
 // gemm_nt for float and double: C is computed in place, k block after k block.
@@ -111,16 +124,17 @@ void gemm_nt_native(const Storage* a, index_t lda, index_t m, const Packed& w, S
   const simd::GemmKernels<Storage>& kernels = w.kernels();
   const index_t NR = kernels.nr, KC = kernels.kc, MC = kernels.mc;
   const index_t n = w.rows(), k = w.cols();
-  const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC;
+  const index_t panels = (n + NR - 1) / NR;
   const int threads = options.threads > 0 ? options.threads : num_threads();
   if (m == 1) return gemm_nt_row(a, w, c, options, epilogue, threads);
-  const index_t per_chunk = gemm_chunk_panels(row_blocks, panels, threads);
-  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = row_blocks * chunks;
+  const RowBlocks blocks(m, MC, kernels.mr);
+  const index_t per_chunk = gemm_chunk_panels(blocks.count, panels, threads);
+  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = blocks.count * chunks;
   parallel_for(tasks, static_cast<int>(std::min<index_t>(threads, tasks)), [&](index_t task, int) {
     Storage* packed = packed_a_buffer<Storage>(MC, KC);
     const index_t block = task / chunks, p_begin = (task % chunks) * per_chunk;
     const index_t p_end = std::min(panels, p_begin + per_chunk);
-    const index_t i0 = block * MC, mc = std::min(MC, m - i0);
+    const index_t i0 = blocks.first(block), mc = blocks.size(block);
     for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
       const index_t kc = std::min(KC, k - k0);
       kernels.pack_a(a + i0 * lda + k0, lda, mc, kc, packed);
@@ -145,17 +159,18 @@ void gemm_nt_native(const Storage* a, index_t lda, index_t m, const Packed& w, S
 
 // gemm_nt for 16-bit storage: the same blocking, with each worker's block of C in a float
 // scratch [mc, panels · NR] from the first k block to the last.
-// gemm_nt_widened with one row of A (a decoding step), as gemm_nt_row: the workers share W's
-// panels, each chunk of panels accumulates its columns of the row in float (in the worker's own
-// scratch) on the single-row kernel, then runs the epilogue on them and rounds them into C.
+// gemm_nt_widened with one row of A (a decoding step), as gemm_nt_row: each worker takes its
+// share of W's panels, accumulates their columns of the row in float, 4 panels at a time (in the
+// worker's own scratch), on the single-row kernel, then runs the epilogue on them and rounds
+// them into C.
 template <bool Pairs, class Storage, class Packed, class Options, class Epilogue>
 void gemm_nt_widened_row(const Storage* a, const Packed& w, Storage* c, const Options& options,
                          const Epilogue& epilogue, int threads) {
   using Acc = accumulator_t<Storage>;
   const simd::GemmKernels<Storage>& kernels = w.kernels();
   const index_t MR = kernels.mr, NR = kernels.nr, KC = kernels.kc;
-  constexpr index_t chunk = 4;  // panels per task: 4 · NR columns of C
-  const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR, chunks = (panels + chunk - 1) / chunk;
+  constexpr index_t chunk = 4;  // panels per pass: 4 · NR columns of C in scratch
+  const index_t n = w.rows(), k = w.cols(), panels = (n + NR - 1) / NR;
   const Storage* init = options.addend ? options.addend : options.accumulate ? c : nullptr;
   constexpr bool pairs = Pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
   using PackedA = std::conditional_t<pairs, Storage, Acc>;
@@ -171,37 +186,33 @@ void gemm_nt_widened_row(const Storage* a, const Packed& w, Storage* c, const Op
     simd::convert_kernels<Storage>().widen(a, widened, k);
     packed_row = widened;
   }
-  parallel_for(chunks, static_cast<int>(std::min<index_t>(gemv_workers(n, k, threads), chunks)),
-               [&](index_t task, int) {
-                 thread_local std::vector<Acc> row;
-                 if (row.size() < static_cast<std::size_t>(chunk * NR))
-                   row.resize(static_cast<std::size_t>(chunk * NR));
-                 const index_t p0 = task * chunk, p_end = std::min(panels, p0 + chunk), j0 = p0 * NR;
-                 const index_t width = std::min(n, p_end * NR) - j0;
-                 if (init)
-                   for (index_t j = 0; j < width; ++j) row[std::size_t(j)] = static_cast<Acc>(init[j0 + j]);
-                 for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
-                   const index_t kc = std::min(KC, k - k0);
-                   const bool last = k0 + KC >= k, add = k0 > 0 || init;
-                   const PackedA* packed = packed_row + (pairs ? (k0 / KC) * MR * KC : k0);
-                   if constexpr (pairs) {
-                     for (index_t p = p0; p < p_end; ++p) {
-                       Acc* tile = row.data() + (p - p0) * NR;
-                       kernels.pair_row(simd::pair_depth(kc), packed, w.panel(p, k0), tile, add ? tile : nullptr,
-                                        last ? w.bias(p) : nullptr, last && options.relu, std::min(NR, n - p * NR));
-                     }
-                   } else {
-                     for (index_t p = p0; p < p_end; ++p) {
-                       Acc* tile = row.data() + (p - p0) * NR;
-                       kernels.row(kc, packed, w.panel(p, k0), tile, add ? tile : nullptr, last ? w.bias(p) : nullptr,
-                                   last && options.relu, std::min(NR, n - p * NR));
-                     }
-                   }
-                   if (k == 0) break;
-                 }
-                 if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) run_epilogue(epilogue, row.data(), 0, j0, width);
-                 kernels.narrow(row.data(), c + j0, width);
-               });
+  const auto columns = [&](index_t p0, index_t p_end) {  // panels [p0, p_end), at most chunk of them
+    thread_local std::vector<Acc> row;
+    if (row.size() < static_cast<std::size_t>(chunk * NR)) row.resize(static_cast<std::size_t>(chunk * NR));
+    const index_t j0 = p0 * NR, width = std::min(n, p_end * NR) - j0;
+    if (init)
+      for (index_t j = 0; j < width; ++j) row[std::size_t(j)] = static_cast<Acc>(init[j0 + j]);
+    for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
+      const index_t kc = std::min(KC, k - k0);
+      const bool last = k0 + KC >= k, add = k0 > 0 || init;
+      const PackedA* packed = packed_row + (pairs ? (k0 / KC) * MR * KC : k0);
+      for (index_t p = p0; p < p_end; ++p) {
+        Acc* tile = row.data() + (p - p0) * NR;
+        if constexpr (pairs)
+          kernels.pair_row(simd::pair_depth(kc), packed, w.panel(p, k0), tile, add ? tile : nullptr,
+                           last ? w.bias(p) : nullptr, last && options.relu, std::min(NR, n - p * NR));
+        else
+          kernels.row(kc, packed, w.panel(p, k0), tile, add ? tile : nullptr, last ? w.bias(p) : nullptr,
+                      last && options.relu, std::min(NR, n - p * NR));
+      }
+      if (k == 0) break;
+    }
+    if constexpr (!std::is_same_v<Epilogue, NoEpilogue>) run_epilogue(epilogue, row.data(), 0, j0, width);
+    kernels.narrow(row.data(), c + j0, width);
+  };
+  parallel_shares(panels, gemv_workers(n, k, threads), [&](index_t p_begin, index_t p_end, int) {
+    for (index_t p0 = p_begin; p0 < p_end; p0 += chunk) columns(p0, std::min(p_end, p0 + chunk));
+  });
 }
 
 template <bool Pairs, class Storage, class Packed, class Options, class Epilogue>
@@ -211,7 +222,7 @@ void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, 
   const simd::GemmKernels<Storage>& kernels = w.kernels();
   const index_t NR = kernels.nr, KC = kernels.kc, MC = kernels.mc;
   const index_t n = w.rows(), k = w.cols();
-  const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC, ld = panels * NR;
+  const index_t panels = (n + NR - 1) / NR, ld = panels * NR;
   const int threads = options.threads > 0 ? options.threads : num_threads();
   if (m == 1) return gemm_nt_widened_row<Pairs>(a, w, c, options, epilogue, threads);
   // what C starts from: the addend, C itself (accumulate), or zero
@@ -219,15 +230,16 @@ void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, 
   const index_t ld_init = options.addend ? options.ld_addend : ldc;
   constexpr bool pairs = Pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
   using PackedA = std::conditional_t<pairs, Storage, Acc>;
-  const index_t per_chunk = gemm_chunk_panels(row_blocks, panels, threads);
-  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = row_blocks * chunks;
+  const RowBlocks blocks(m, MC, kernels.mr);
+  const index_t per_chunk = gemm_chunk_panels(blocks.count, panels, threads);
+  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = blocks.count * chunks;
   parallel_for(tasks, static_cast<int>(std::min<index_t>(threads, tasks)), [&](index_t task, int) {
     PackedA* packed = packed_a_buffer<PackedA>(MC, KC);
     thread_local std::vector<Acc> scratch;
     if (scratch.size() < static_cast<std::size_t>(MC * ld)) scratch.resize(static_cast<std::size_t>(MC * ld));
     const index_t block = task / chunks, p_begin = (task % chunks) * per_chunk;
     const index_t p_end = std::min(panels, p_begin + per_chunk);
-    const index_t i0 = block * MC, mc = std::min(MC, m - i0);
+    const index_t i0 = blocks.first(block), mc = blocks.size(block);
     const index_t j0 = p_begin * NR, width = std::min(n, p_end * NR) - j0;  // this task's columns
     if (init)
       for (index_t r = 0; r < mc; ++r)

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <vector>
 
 #include "heed/core/random.hpp"
@@ -105,47 +104,6 @@ TEST(Gemm, AddsAnotherMatrixWithoutTouchingIt) {
       EXPECT_TRUE(heed::test::all_close(c, expected, {1e-4, 1e-3})) << "threads " << threads;
       EXPECT_TRUE(std::equal(d.data(), d.data() + d.numel(), d_before.data()));
     }
-}
-
-// C's rows in blocks as even as whole micro-panels allow (256 rows at MC = 192: 132 and 124):
-// as many blocks as MC allows, each at most MC rows, all but the last whole micro-panels; a
-// product over those blocks matches the double loop and gives the same bits on 1, 2, 3 workers.
-TEST(Gemm, RowsSplitIntoEvenBlocks) {
-  for (const auto& [MC, MR] : {std::pair<index_t, index_t>{192, 12}, {96, 6}, {48, 12}}) {
-    for (index_t m = 1; m <= 700; ++m) {
-      const heed::detail::RowBlocks blocks(m, MC, MR);
-      ASSERT_EQ(blocks.count, (m + MC - 1) / MC) << "m " << m << " MC " << MC;
-      index_t covered = 0;
-      for (index_t b = 0; b < blocks.count; ++b) {
-        ASSERT_EQ(blocks.first(b), covered);
-        ASSERT_GT(blocks.size(b), 0);
-        ASSERT_LE(blocks.size(b), MC);
-        if (b + 1 < blocks.count) {
-          ASSERT_EQ(blocks.size(b) % MR, 0) << "m " << m << " block " << b;
-        }
-        covered += blocks.size(b);
-      }
-      ASSERT_EQ(covered, m);
-      // no block is more than a micro-panel per block larger than the last
-      ASSERT_LE(blocks.size(0) - blocks.size(blocks.count - 1), MR * blocks.count) << "m " << m << " MC " << MC;
-    }
-  }
-  EXPECT_EQ(heed::detail::RowBlocks(256, 192, 12).rows, 132);
-  for (const index_t m : {193, 256, 385}) {
-    std::vector<float> first;
-    for (const int threads : {1, 2, 3}) {
-      check<float>(m, 70, 200, threads == 2, threads);
-      const auto a = heed::randn<float>({m, 200}, 4);
-      const auto w = heed::randn<float>({300, 200}, 5);
-      const heed::PackedMatrix<float> packed(w.data(), 300, 200);
-      std::vector<float> c(static_cast<std::size_t>(m * 300));
-      heed::gemm_nt(a.data(), 200, m, packed, c.data(), 300, {.threads = threads});
-      if (first.empty())
-        first = c;
-      else
-        EXPECT_TRUE(std::equal(c.begin(), c.end(), first.begin())) << "m " << m << ", threads " << threads;
-    }
-  }
 }
 
 // One row of A (a decoding step's GEMV) takes its own loop: W's panels shared among the workers,

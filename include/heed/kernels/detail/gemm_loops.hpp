@@ -43,23 +43,9 @@ T* packed_a_buffer(index_t rows, index_t kc) {
   return packed.data();
 }
 
-// C's rows in blocks of at most MC, as even as whole micro-panels of MR rows allow: 256 rows at
-// MC = 192 are blocks of 132 and 124, not of 192 and 64 (which two workers would share 3 : 1).
-// A row's products are the same whichever block holds it: the split changes no bit.
-struct RowBlocks {
-  index_t m, rows, count;  // C's rows, rows per block (the last may have fewer), blocks
-  RowBlocks(index_t m_, index_t MC, index_t MR) : m(m_) {
-    const index_t even = (m + MC - 1) / MC;
-    rows = even <= 1 ? MC : std::min(MC, ((m + even - 1) / even + MR - 1) / MR * MR);
-    count = (m + rows - 1) / rows;
-  }
-  [[nodiscard]] index_t first(index_t block) const noexcept { return block * rows; }
-  [[nodiscard]] index_t size(index_t block) const noexcept { return std::min(rows, m - block * rows); }
-};
-
 // How many of W's panels one task takes of a row block of C: all where the row blocks alone keep
-// `threads` workers busy; fewer where they are few (a prefill of 256 rows is two or three
-// blocks, which two workers would share unevenly), for about four tasks per worker, and never fewer than
+// `threads` workers busy; fewer where they are few (a prefill of 256 rows is 3 blocks of 96, which
+// two workers would share 2 : 1), for about four tasks per worker, and never fewer than
 // min_chunk_panels, so that packing the A block again costs little. A chunk's columns are
 // computed exactly as in the whole row block: the split changes no bit.
 [[nodiscard]] inline index_t gemm_chunk_panels(index_t row_blocks, index_t panels, int threads) noexcept {
@@ -124,17 +110,16 @@ void gemm_nt_native(const Storage* a, index_t lda, index_t m, const Packed& w, S
   const simd::GemmKernels<Storage>& kernels = w.kernels();
   const index_t NR = kernels.nr, KC = kernels.kc, MC = kernels.mc;
   const index_t n = w.rows(), k = w.cols();
-  const index_t panels = (n + NR - 1) / NR;
+  const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC;
   const int threads = options.threads > 0 ? options.threads : num_threads();
   if (m == 1) return gemm_nt_row(a, w, c, options, epilogue, threads);
-  const RowBlocks blocks(m, MC, kernels.mr);
-  const index_t per_chunk = gemm_chunk_panels(blocks.count, panels, threads);
-  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = blocks.count * chunks;
+  const index_t per_chunk = gemm_chunk_panels(row_blocks, panels, threads);
+  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = row_blocks * chunks;
   parallel_for(tasks, static_cast<int>(std::min<index_t>(threads, tasks)), [&](index_t task, int) {
     Storage* packed = packed_a_buffer<Storage>(MC, KC);
     const index_t block = task / chunks, p_begin = (task % chunks) * per_chunk;
     const index_t p_end = std::min(panels, p_begin + per_chunk);
-    const index_t i0 = blocks.first(block), mc = blocks.size(block);
+    const index_t i0 = block * MC, mc = std::min(MC, m - i0);
     for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
       const index_t kc = std::min(KC, k - k0);
       kernels.pack_a(a + i0 * lda + k0, lda, mc, kc, packed);
@@ -222,7 +207,7 @@ void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, 
   const simd::GemmKernels<Storage>& kernels = w.kernels();
   const index_t NR = kernels.nr, KC = kernels.kc, MC = kernels.mc;
   const index_t n = w.rows(), k = w.cols();
-  const index_t panels = (n + NR - 1) / NR, ld = panels * NR;
+  const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC, ld = panels * NR;
   const int threads = options.threads > 0 ? options.threads : num_threads();
   if (m == 1) return gemm_nt_widened_row<Pairs>(a, w, c, options, epilogue, threads);
   // what C starts from: the addend, C itself (accumulate), or zero
@@ -230,16 +215,15 @@ void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, 
   const index_t ld_init = options.addend ? options.ld_addend : ldc;
   constexpr bool pairs = Pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
   using PackedA = std::conditional_t<pairs, Storage, Acc>;
-  const RowBlocks blocks(m, MC, kernels.mr);
-  const index_t per_chunk = gemm_chunk_panels(blocks.count, panels, threads);
-  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = blocks.count * chunks;
+  const index_t per_chunk = gemm_chunk_panels(row_blocks, panels, threads);
+  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = row_blocks * chunks;
   parallel_for(tasks, static_cast<int>(std::min<index_t>(threads, tasks)), [&](index_t task, int) {
     PackedA* packed = packed_a_buffer<PackedA>(MC, KC);
     thread_local std::vector<Acc> scratch;
     if (scratch.size() < static_cast<std::size_t>(MC * ld)) scratch.resize(static_cast<std::size_t>(MC * ld));
     const index_t block = task / chunks, p_begin = (task % chunks) * per_chunk;
     const index_t p_end = std::min(panels, p_begin + per_chunk);
-    const index_t i0 = blocks.first(block), mc = blocks.size(block);
+    const index_t i0 = block * MC, mc = std::min(MC, m - i0);
     const index_t j0 = p_begin * NR, width = std::min(n, p_end * NR) - j0;  // this task's columns
     if (init)
       for (index_t r = 0; r < mc; ++r)

@@ -80,8 +80,9 @@ namespace detail {
 // Runs body(begin, end, worker) once per worker over contiguous shares of [0, n) that differ by
 // one index at most: worker w of W takes [n·w/W, n·(w+1)/W). Where parallel_for hands indices to
 // whichever worker comes free, here a share goes to the same worker on every call, so a loop run
-// again and again over the same data (a decoding step's weights, each step) finds its share in
-// that worker's cache. For iterations of equal cost only. threads as parallel_for takes it.
+// again and again over the same data (a decoding step's weights, each step) gives each worker the
+// same part of it, which its caches may still hold. For iterations of equal cost only. threads as
+// parallel_for takes it.
 template <class Body>
 void parallel_shares(index_t n, int threads, Body&& body) {
   threads = threads <= 0 ? num_threads() : std::min(threads, max_threads);

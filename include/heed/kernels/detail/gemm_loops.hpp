@@ -77,9 +77,8 @@ inline constexpr index_t gemv_task_work = 32 * 1024;
 
 // gemm_nt for float and double with one row of A (a decoding step): the workers share W's
 // panels (the one row block would give all the work to one of them), each worker the same
-// contiguous share on every call (parallel_shares: a step's share of the weights stays in that
-// worker's cache from one step to the next), and each panel runs on the single-row kernel, which
-// reads the row as it is.
+// contiguous share on every call (parallel_shares: a worker reads the same part of the weights at
+// every step), and each panel runs on the single-row kernel, which reads the row as it is.
 template <class Storage, class Packed, class Options, class Epilogue>
 void gemm_nt_row(const Storage* a, const Packed& w, Storage* c, const Options& options, const Epilogue& epilogue,
                  int threads) {

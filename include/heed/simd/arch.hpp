@@ -116,14 +116,13 @@ requires std::is_floating_point_v<T>
 #define HEED_FLATTEN
 #endif
 
-/// HEED_KEEP(p): an empty statement the optimizer must keep, after a prefetch. gcc 12 at -O2
-/// deletes a loop whose body only prefetches once it sits in a function of its own (the loops of
-/// prefetch_share and prefetch_c_tile in simd/gemm_kernel.hpp vanished from every -O2 build; -O3
-/// kept some): the prefetch builtin alone does not count as an effect. clang keeps them anyway.
+/// HEED_KEEP(p): an empty statement the optimizer must keep, after a prefetch builtin (gcc and
+/// clang only: the prefetches below are no-ops elsewhere). gcc 12 at -O2 deletes a loop whose
+/// body only prefetches once it sits in a function of its own (the loops of prefetch_share and
+/// prefetch_c_tile in simd/gemm_kernel.hpp vanished from every -O2 build; -O3 kept some): the
+/// prefetch builtin alone does not count as an effect. clang keeps them anyway.
 #if defined(__GNUC__) || defined(__clang__)
 #define HEED_KEEP(p) __asm__ volatile("" : : "r"(p))
-#else
-#define HEED_KEEP(p) (void)(p)
 #endif
 
 /// Asks for the cache line holding p ahead of its use: a hint, which never faults (p may be

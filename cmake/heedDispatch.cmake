@@ -4,8 +4,11 @@
 # unit per level, compiled with that level's flags, each including heed/simd/dispatch_level.ipp,
 # and defines HEED_DISPATCH on the target. The level is chosen once per process (heed::cpu_info()
 # reports it); HEED_ISA=baseline|v3|v4|v4-bf16|neon lowers it.
+# heed_dispatch(<target> SCALAR), on x86-64, also carries the portable one-lane kernels
+# (HEED_SIMD_SCALAR), chosen only by HEED_ISA=scalar: heed's tests run them that way.
 # Included by heedConfig.cmake, so find_package(heed), vcpkg and Conan users have it.
 function(heed_dispatch target)
+  cmake_parse_arguments(ARG "SCALAR" "" "" ${ARGN})
   if(NOT TARGET ${target})
     message(FATAL_ERROR "heed_dispatch: ${target} is not a target")
   endif()
@@ -19,6 +22,11 @@ function(heed_dispatch target)
     set(_flags_v3 -march=x86-64-v3)
     set(_flags_v4 -march=x86-64-v4)
     set(_flags_v4_bf16 -march=x86-64-v4 -mavx512bf16)
+    if(ARG_SCALAR)
+      list(PREPEND _levels scalar)
+      set(_flags_scalar -march=x86-64 -DHEED_SIMD_SCALAR=1)
+      target_compile_definitions(${target} PRIVATE HEED_DISPATCH_SCALAR)
+    endif()
   elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
     set(_levels neon)
     set(_flags_neon -march=armv8-a)

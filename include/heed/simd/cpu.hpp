@@ -204,11 +204,15 @@ inline constexpr IsaLevel compiled_level = IsaLevel::HEED_SIMD_LEVEL;
   return chosen;
 }
 
-/// The levels a program built with heed_dispatch (HEED_DISPATCH) carries, lowest first.
+/// The levels a program built with heed_dispatch (HEED_DISPATCH) carries, lowest first; the
+/// portable scalar kernels too with heed_dispatch(<target> SCALAR) (HEED_DISPATCH_SCALAR, x86-64).
 inline constexpr IsaLevel dispatch_levels[] = {
 #if defined(__aarch64__) || defined(_M_ARM64)
     IsaLevel::neon,
 #else
+#if defined(HEED_DISPATCH_SCALAR)
+    IsaLevel::scalar,
+#endif
     IsaLevel::baseline,
     IsaLevel::v3,
     IsaLevel::v4,
@@ -218,7 +222,7 @@ inline constexpr IsaLevel dispatch_levels[] = {
 
 /// The level a program that carries `levels` (lowest first) runs on a CPU whose best level is
 /// `best`, given HEED_ISA (`env`, nullptr when unset): the highest level carried that the CPU
-/// has, or the one HEED_ISA names ("baseline", "v3", "v4", "v4-bf16", "neon") where it is one of
+/// has, or the one HEED_ISA names ("scalar", "baseline", "v3", "v4", "v4-bf16", "neon") where it is one of
 /// those. A name that is not a level, or a level the CPU or the program lacks, sets `complaint`
 /// to the line to print (naming the levels available). The rule dispatch_level() applies,
 /// apart so that a test can try every case.

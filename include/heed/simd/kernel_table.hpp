@@ -279,6 +279,9 @@ struct LevelTables {
 #if defined(__aarch64__) || defined(_M_ARM64)
 const LevelTables* tables_level_neon() noexcept;
 #else
+#if defined(HEED_DISPATCH_SCALAR)
+const LevelTables* tables_level_scalar() noexcept;
+#endif
 const LevelTables* tables_level_baseline() noexcept;
 const LevelTables* tables_level_v3() noexcept;
 const LevelTables* tables_level_v4() noexcept;
@@ -341,6 +344,10 @@ namespace heed::simd::inline dispatched {
         return tables_level_v4();
       case IsaLevel::v3:
         return tables_level_v3();
+#if defined(HEED_DISPATCH_SCALAR)
+      case IsaLevel::scalar:
+        return tables_level_scalar();
+#endif
 #endif
       default:
 #if defined(__aarch64__) || defined(_M_ARM64)

@@ -92,6 +92,14 @@ TEST(Dispatch, TheRuleCaseByCase) {
   const IsaLevel arm[] = {IsaLevel::neon};
   EXPECT_EQ(simd::isa_choice(IsaLevel::neon, arm, 1, "neon", complaint), IsaLevel::neon);
   EXPECT_TRUE(complaint.empty());
+  // the scalar kernels (heed_dispatch(<target> SCALAR)): only when asked for, never the default
+  const IsaLevel with_scalar[] = {IsaLevel::scalar, IsaLevel::baseline, IsaLevel::v3};
+  EXPECT_EQ(simd::isa_choice(IsaLevel::v4, with_scalar, 3, nullptr, complaint), IsaLevel::v3);
+  EXPECT_EQ(simd::isa_choice(IsaLevel::baseline, with_scalar, 3, nullptr, complaint), IsaLevel::baseline);
+  EXPECT_EQ(simd::isa_choice(IsaLevel::v4, with_scalar, 3, "scalar", complaint), IsaLevel::scalar);
+  EXPECT_TRUE(complaint.empty());
+  EXPECT_EQ(choose(IsaLevel::v4, "scalar"), IsaLevel::v4);
+  EXPECT_EQ(complaint, "heed: HEED_ISA=scalar is not a level this CPU and program have (baseline, v3, v4); running v4\n");
 }
 
 // Attention at the level in use against the double reference: causal, grouped heads, d = 80

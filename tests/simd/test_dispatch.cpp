@@ -99,7 +99,8 @@ TEST(Dispatch, TheRuleCaseByCase) {
   EXPECT_EQ(simd::isa_choice(IsaLevel::v4, with_scalar, 3, "scalar", complaint), IsaLevel::scalar);
   EXPECT_TRUE(complaint.empty());
   EXPECT_EQ(choose(IsaLevel::v4, "scalar"), IsaLevel::v4);
-  EXPECT_EQ(complaint, "heed: HEED_ISA=scalar is not a level this CPU and program have (baseline, v3, v4); running v4\n");
+  EXPECT_EQ(complaint,
+            "heed: HEED_ISA=scalar is not a level this CPU and program have (baseline, v3, v4); running v4\n");
 }
 
 // Attention at the level in use against the double reference: causal, grouped heads, d = 80

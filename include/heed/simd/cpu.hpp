@@ -207,12 +207,12 @@ inline constexpr IsaLevel compiled_level = IsaLevel::HEED_SIMD_LEVEL;
 /// The levels a program built with heed_dispatch (HEED_DISPATCH) carries, lowest first; the
 /// portable scalar kernels too with heed_dispatch(<target> SCALAR) (HEED_DISPATCH_SCALAR, x86-64).
 inline constexpr IsaLevel dispatch_levels[] = {
-#if defined(__aarch64__) || defined(_M_ARM64)
-    IsaLevel::neon,
-#else
 #if defined(HEED_DISPATCH_SCALAR)
     IsaLevel::scalar,
 #endif
+#if defined(__aarch64__) || defined(_M_ARM64)
+    IsaLevel::neon,
+#else
     IsaLevel::baseline,
     IsaLevel::v3,
     IsaLevel::v4,

@@ -1,7 +1,8 @@
 // The register level of heed's GEMM (heed/simd/gemm_kernel.hpp): pack_a on the compile-time
 // target (the AVX-512 overload for float where it is compiled) against the generic loop, for
 // full and partial micro-panels and depths with a tail; gemm_micro_kernel against a double
-// loop for full and edge tiles, with and without an addend, bias and ReLU.
+// loop for full and edge tiles, with and without an addend, bias and ReLU; the shares of the next
+// panel that the micro-tiles ask for, and the same bits whether they ask or not.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -76,6 +77,42 @@ TYPED_TEST(GemmKernel, MicroKernelTileEqualsTheDoubleLoop) {
                 << "m_valid " << m_valid << " n_valid " << n_valid << " variant " << variant;
           }
       }
+}
+
+TEST(PanelShare, TheTilesSharesCoverTheNextPanelInWholeLines) {
+  std::vector<float> panel(192 * 32 + 16);
+  EXPECT_EQ(simd::panel_share(static_cast<const float*>(nullptr), 100, 0, 4).begin, nullptr);
+  for (index_t n : {index_t{1}, index_t{15}, index_t{16}, index_t{1000}, index_t{192 * 32}})
+    for (index_t parts : {1, 2, 3, 16, 17}) {
+      const char* begin = reinterpret_cast<const char*>(panel.data());
+      const char* end = begin + n * static_cast<index_t>(sizeof(float));
+      const char* at = begin;  // where the next share must start, up to the line its first byte is in
+      for (index_t part = 0; part < parts; ++part) {
+        const simd::PanelShare share = simd::panel_share(panel.data(), n, part, parts);
+        ASSERT_EQ((share.begin - begin) % 64, 0) << "n " << n << " part " << part << " of " << parts;
+        ASSERT_LE(share.begin, at) << "a gap before part " << part << " of " << parts << ", n " << n;
+        ASSERT_GE(share.end, share.begin);
+        at = std::max(at, share.end);
+      }
+      EXPECT_EQ(at, end) << "n " << n << " parts " << parts;
+    }
+}
+
+TYPED_TEST(GemmKernel, AskingForTheNextPanelChangesNoBit) {
+  using T = TypeParam;
+  constexpr index_t MR = simd::GemmTile<T>::mr, NR = simd::GemmTile<T>::nr;
+  const auto next = heed::randn<T>({192 * NR}, 6);
+  const T* no_bias = nullptr;
+  for (index_t kc : {1, 7, 8, 37, 192}) {
+    const auto a = heed::randn<T>({kc * MR}, 1), b = heed::randn<T>({kc * NR}, 2), src = heed::randn<T>({MR, NR}, 4);
+    for (index_t m_valid : {MR, index_t{5}}) {
+      auto plain = heed::randn<T>({MR, NR}, 5), asking = plain;
+      simd::gemm_micro_kernel(kc, a.data(), b.data(), plain.data(), NR, src.data(), NR, no_bias, false, m_valid, NR);
+      simd::gemm_micro_kernel(kc, a.data(), b.data(), asking.data(), NR, src.data(), NR, no_bias, false, m_valid, NR,
+                              simd::panel_share(next.data(), kc * NR, 1, 3));
+      for (index_t i = 0; i < MR * NR; ++i) ASSERT_EQ(asking(i / NR, i % NR), plain(i / NR, i % NR)) << "kc " << kc;
+    }
+  }
 }
 
 }  // namespace

@@ -9,8 +9,9 @@
 //         for each MR-row micro-panel:  simd::gemm_micro_kernel, an MR × NR tile of C
 //
 // This file is the interface (its loops are in kernels/detail/gemm_loops.hpp); the register level (tile sizes, packing
-// of A, the micro-kernel) is heed/simd/gemm_kernel.hpp. Inside a model the C tiles and W panels usually come from L3,
-// so each micro-tile of a panel prefetches a share of the next panel of W (the micro-kernel prefetches its own C tile).
+// of A, the micro-kernel) is heed/simd/gemm_kernel.hpp. Inside a model the C tiles and W panels usually come from L3 or
+// memory, so each micro-kernel asks for a share of the next panel of W and for its own C tile, a line or two at a time
+// over its k loop (simd::TilePrefetcher).
 // An epilogue other than bias and ReLU (which are applied in registers) runs on each tile row right after it is stored,
 // while it is in L1.
 //

@@ -118,8 +118,8 @@ requires std::is_floating_point_v<T>
 
 /// HEED_KEEP(p): an empty statement the optimizer must keep, after a prefetch builtin (gcc and
 /// clang only: the prefetches below are no-ops elsewhere). gcc 12 at -O2 deletes a loop whose
-/// body only prefetches once it sits in a function of its own (the loops of prefetch_share and
-/// prefetch_c_tile in simd/gemm_kernel.hpp vanished from every -O2 build; -O3 kept some): the
+/// body only prefetches once it sits in a function of its own (the GEMM's loops that asked for
+/// the next panel of W and for C's tile vanished from every -O2 build; -O3 kept some): the
 /// prefetch builtin alone does not count as an effect. clang keeps them anyway.
 #if defined(__GNUC__) || defined(__clang__)
 #define HEED_KEEP(p) __asm__ volatile("" : : "r"(p))

@@ -49,33 +49,75 @@ struct GemmTile {
   static constexpr index_t mc = 16 * mr;                               ///< rows of A packed at once
 };
 
-/// Asks for the cache lines of the `n` values from p, the `part`-th of `parts` equal shares of
-/// them: each micro-tile of a panel fetches its share of the next panel of W.
+/// The bytes [begin, end) of the next panel of W that the `part`-th of `parts` micro-tiles of a
+/// panel asks for while it runs (its equal share, in whole cache lines): by the time the next
+/// panel's micro-tiles start, it is in the first-level cache.
+struct PanelShare {
+  const char* begin = nullptr;  ///< the share's first byte, at the start of a cache line
+  const char* end = nullptr;    ///< one past its last byte
+};
+
 template <class T>
-inline void prefetch_share(const T* p, index_t n, index_t part, index_t parts) noexcept {
+[[nodiscard]] inline PanelShare panel_share(const T* next, index_t n, index_t part, index_t parts) noexcept {
+  if (next == nullptr) return {};
   constexpr index_t line = 64;
-  const char* bytes = reinterpret_cast<const char*>(p);
+  const char* bytes = reinterpret_cast<const char*>(next);
   const index_t size = n * static_cast<index_t>(sizeof(T));
-  const index_t from = size * part / parts / line * line, to = size * (part + 1) / parts;
-  for (index_t offset = from; offset < to; offset += line) prefetch(bytes + offset);
+  return {bytes + size * part / parts / line * line, bytes + size * (part + 1) / parts};
 }
 
-/// Asks for the lines of an m_valid × nr tile of C and of its addend src (if any): a micro-kernel
-/// needs them only after its k loop, and inside a model they are usually in L3 by then, so
-/// asking first keeps the loads at the end from waiting.
+/// A micro-kernel's prefetches, spread over its k loop: at each of `steps` steps (one per
+/// `every` values of k) it asks for the next lines of its share of W's next panel and for one row of its C tile (and of
+/// the addend src), so that C's lines are there for the stores after the k loop. Spread, not all
+/// at the kernel's start: when W streams from memory (a model's weights do not fit the caches),
+/// a burst of 24 prefetches waits for line fill buffers, and the core with it (9% of ViT-B's
+/// forward pass on an Intel Xeon; docs/decisions.md, "The GEMM's prefetches spread over the k
+/// loop").
 template <class T>
-inline void prefetch_c_tile(T* c, index_t ldc, const T* src, index_t lds, index_t m_valid, index_t nr) noexcept {
-  for (index_t r = 0; r < m_valid; ++r) {
-    if (src) {
-      prefetch(src + r * lds);
-      prefetch(src + r * lds + nr - 1);
-    }
-    if (src != c) {
-      prefetch_for_write(c + r * ldc);
-      prefetch_for_write(c + r * ldc + nr - 1);
+class TilePrefetcher {
+ public:
+  static constexpr index_t every = 8;  ///< values of k between two steps
+
+  /// For a tile of m_valid rows of c (and of src, unless null or c) of nr values each and a
+  /// share of the next panel, asked for over `steps` calls of step().
+  TilePrefetcher(PanelShare share, index_t steps, T* c, index_t ldc, const T* src, index_t lds, index_t m_valid,
+                 index_t nr) noexcept
+      : next_(share.begin), end_(share.end), c_(c), src_(src), ldc_(ldc), lds_(lds), rows_(m_valid), nr_(nr) {
+    const index_t lines = (end_ - next_ + line - 1) / line;
+    per_step_ = (lines + std::max<index_t>(1, steps) - 1) / std::max<index_t>(1, steps);
+  }
+
+  /// One step: the next lines of the share, the next row of C.
+  void step() noexcept {
+    for (index_t i = 0; i < per_step_ && next_ < end_; ++i, next_ += line) prefetch(next_);
+    if (row_ < rows_) {
+      if (src_) {
+        prefetch(src_ + row_ * lds_);
+        prefetch(src_ + row_ * lds_ + nr_ - 1);
+      }
+      if (src_ != c_) {
+        prefetch_for_write(c_ + row_ * ldc_);
+        prefetch_for_write(c_ + row_ * ldc_ + nr_ - 1);
+      }
+      ++row_;
     }
   }
-}
+
+  /// What is left of the share (the steps asked for it all unless the share was cut short):
+  /// asked for at once. (C's rows not reached are loaded right away: no use asking.)
+  void finish() noexcept {
+    for (; next_ < end_; next_ += line) prefetch(next_);
+  }
+
+ private:
+  static constexpr index_t line = 64;
+  const char* next_;
+  const char* end_;
+  T* c_;
+  const T* src_;
+  index_t ldc_, lds_, rows_, nr_;
+  index_t row_ = 0, per_step_ = 0;
+};
 
 /// gemm_micro_kernel for a single row of C (a decoding step's GEMV): the same result from the
 /// row's kc values a[0, kc) read as they are (no packed micro-panel: no MR - 1 rows of padding to
@@ -118,29 +160,37 @@ inline void gemm_row_kernel(index_t kc, const Acc* a, const B* b, Acc* c, const 
 /// One MR × NR tile: c[r, j] = (src ? src[r, j] : 0) + sum_kk a[kk · MR + r] · b[kk · NR + j]
 /// (+ bias[j], then max(·, 0) if relu) for kk < kc; src has leading dimension lds and may be c.
 /// Only rows < m_valid and columns < n_valid are read from src and written. Acc is the
-/// accumulator type; b may be stored in a 16-bit type B, widened as it is loaded.
+/// accumulator type; b may be stored in a 16-bit type B, widened as it is loaded. While it runs
+/// it asks for `ahead` (its share of W's next panel) and for its tile of C (TilePrefetcher).
 template <class Acc, class B = Acc>
 inline void gemm_micro_kernel(index_t kc, const Acc* a, const B* b, Acc* c, index_t ldc, const Acc* src, index_t lds,
-                              const Acc* bias, bool relu, index_t m_valid, index_t n_valid) noexcept {
+                              const Acc* bias, bool relu, index_t m_valid, index_t n_valid,
+                              PanelShare ahead = {}) noexcept {
   static_assert(std::is_same_v<accumulator_t<B>, Acc>,
                 "the W panel must be stored as Acc or as a 16-bit type widening to Acc");
   constexpr index_t MR = GemmTile<Acc>::mr, NR = GemmTile<Acc>::nr, W = static_cast<index_t>(width<Acc>);
-  prefetch_c_tile(c, ldc, src, lds, m_valid, NR);
+  constexpr index_t every = TilePrefetcher<Acc>::every;
+  TilePrefetcher<Acc> prefetcher(ahead, (kc + every - 1) / every, c, ldc, src, lds, m_valid, NR);
   batch<Acc> acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
   const batch<Acc> zero = broadcast(Acc(0));
   const batch<Acc> init0 = bias ? load(bias) : zero, init1 = bias ? load(bias + W) : zero;
   for (index_t r = 0; r < MR; ++r) acc0[r] = init0, acc1[r] = init1;
-  HEED_UNROLL(8)
-  for (index_t kk = 0; kk < kc; ++kk) {
-    const batch<Acc> b0 = load_widened(b + kk * NR), b1 = load_widened(b + kk * NR + W);
-    const Acc* ak = a + kk * MR;
-    HEED_UNROLL(16)  // fully: the accumulators stay in registers at -O2 too
-    for (index_t r = 0; r < MR; ++r) {
-      const batch<Acc> ar = broadcast(ak[r]);
-      acc0[r] = fma(ar, b0, acc0[r]);
-      acc1[r] = fma(ar, b1, acc1[r]);
+  for (index_t k0 = 0; k0 < kc; k0 += every) {
+    prefetcher.step();
+    const index_t k_end = std::min(kc, k0 + every);
+    HEED_UNROLL(8)
+    for (index_t kk = k0; kk < k_end; ++kk) {  // c += a[:, kk] · b[kk, :]
+      const batch<Acc> b0 = load_widened(b + kk * NR), b1 = load_widened(b + kk * NR + W);
+      const Acc* ak = a + kk * MR;
+      HEED_UNROLL(16)  // fully: the accumulators stay in registers at -O2 too
+      for (index_t r = 0; r < MR; ++r) {
+        const batch<Acc> ar = broadcast(ak[r]);
+        acc0[r] = fma(ar, b0, acc0[r]);
+        acc1[r] = fma(ar, b1, acc1[r]);
+      }
     }
   }
+  prefetcher.finish();
   if (m_valid == MR && n_valid == NR) {
     for (index_t r = 0; r < MR; ++r) {
       Acc* row = c + r * ldc;
@@ -255,7 +305,7 @@ inline void pack_a_pairs(const bfloat16* a, index_t lda, index_t rows, index_t k
 /// The generic form of gemm_pair_micro_kernel: the same sums, value by value.
 inline void gemm_pair_micro_kernel(index_t pairs, const bfloat16* a, const bfloat16* b, float* c, index_t ldc,
                                    const float* src, index_t lds, const float* bias, bool relu, index_t m_valid,
-                                   index_t n_valid, generic_isa) noexcept {
+                                   index_t n_valid, PanelShare /*ahead*/, generic_isa) noexcept {
   constexpr index_t MR = GemmTile<float>::mr, NR = GemmTile<float>::nr;
   for (index_t r = 0; r < m_valid; ++r)
     for (index_t j = 0; j < n_valid; ++j) {
@@ -274,27 +324,33 @@ inline void gemm_pair_micro_kernel(index_t pairs, const bfloat16* a, const bfloa
 /// pair-packed PackedMatrix panel; rows < m_valid and columns < n_valid are read and written.
 inline void gemm_pair_micro_kernel(index_t pairs, const bfloat16* a, const bfloat16* b, float* c, index_t ldc,
                                    const float* src, index_t lds, const float* bias, bool relu, index_t m_valid,
-                                   index_t n_valid, avx512_bf16_isa) noexcept {
+                                   index_t n_valid, PanelShare ahead, avx512_bf16_isa) noexcept {
   constexpr index_t MR = GemmTile<float>::mr, NR = GemmTile<float>::nr;
   static_assert(NR == 32, "two vectors of 16 floats per row of C");
-  prefetch_c_tile(c, ldc, src, lds, m_valid, NR);
+  constexpr index_t every = TilePrefetcher<float>::every / 2;  // pairs between two prefetch steps
+  TilePrefetcher<float> prefetcher(ahead, (pairs + every - 1) / every, c, ldc, src, lds, m_valid, NR);
   const __m512 init0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
   const __m512 init1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
   __m512 acc0[static_cast<std::size_t>(MR)], acc1[static_cast<std::size_t>(MR)];
   for (index_t r = 0; r < MR; ++r) acc0[r] = init0, acc1[r] = init1;
-  HEED_UNROLL(4)
-  for (index_t p = 0; p < pairs; ++p) {
-    const __m512i b0 = _mm512_loadu_si512(b + p * 2 * NR), b1 = _mm512_loadu_si512(b + p * 2 * NR + NR);
-    const bfloat16* ap = a + p * 2 * MR;
-    HEED_UNROLL(16)
-    for (index_t r = 0; r < MR; ++r) {
-      std::uint32_t both;
-      std::memcpy(&both, ap + 2 * r, sizeof both);
-      const __m512i ar = _mm512_set1_epi32(static_cast<int>(both));
-      acc0[r] = _mm512_dpbf16_ps(acc0[r], (__m512bh)ar, (__m512bh)b0);
-      acc1[r] = _mm512_dpbf16_ps(acc1[r], (__m512bh)ar, (__m512bh)b1);
+  for (index_t p0 = 0; p0 < pairs; p0 += every) {
+    prefetcher.step();
+    const index_t p_end = std::min(pairs, p0 + every);
+    HEED_UNROLL(4)
+    for (index_t p = p0; p < p_end; ++p) {
+      const __m512i b0 = _mm512_loadu_si512(b + p * 2 * NR), b1 = _mm512_loadu_si512(b + p * 2 * NR + NR);
+      const bfloat16* ap = a + p * 2 * MR;
+      HEED_UNROLL(16)
+      for (index_t r = 0; r < MR; ++r) {
+        std::uint32_t both;
+        std::memcpy(&both, ap + 2 * r, sizeof both);
+        const __m512i ar = _mm512_set1_epi32(static_cast<int>(both));
+        acc0[r] = _mm512_dpbf16_ps(acc0[r], (__m512bh)ar, (__m512bh)b0);
+        acc1[r] = _mm512_dpbf16_ps(acc1[r], (__m512bh)ar, (__m512bh)b1);
+      }
     }
   }
+  prefetcher.finish();
   const __m512 zero = _mm512_setzero_ps();
   if (m_valid == MR && n_valid == NR) {
     for (index_t r = 0; r < MR; ++r) {
@@ -359,15 +415,15 @@ inline void gemm_pair_row_kernel(index_t pairs, const bfloat16* a, const bfloat1
     c[j] = relu && value < 0.0f ? 0.0f : value;
   }
 #else
-  gemm_pair_micro_kernel(pairs, a, b, c, NR, src, NR, bias, relu, 1, n_valid, generic_isa{});
+  gemm_pair_micro_kernel(pairs, a, b, c, NR, src, NR, bias, relu, 1, n_valid, PanelShare{}, generic_isa{});
 #endif
 }
 
 /// gemm_pair_micro_kernel on the compile-time target.
 inline void gemm_pair_micro_kernel(index_t pairs, const bfloat16* a, const bfloat16* b, float* c, index_t ldc,
                                    const float* src, index_t lds, const float* bias, bool relu, index_t m_valid,
-                                   index_t n_valid) noexcept {
-  gemm_pair_micro_kernel(pairs, a, b, c, ldc, src, lds, bias, relu, m_valid, n_valid, target_isa{});
+                                   index_t n_valid, PanelShare ahead = {}) noexcept {
+  gemm_pair_micro_kernel(pairs, a, b, c, ldc, src, lds, bias, relu, m_valid, n_valid, ahead, target_isa{});
 }
 
 }  // namespace heed::simd::inline HEED_SIMD_LEVEL_NAMESPACE

@@ -122,9 +122,9 @@ inline void gemm_panel_entry(index_t kc, const accumulator_t<Storage>* a, index_
   constexpr index_t MR = simd::GemmTile<Storage>::mr;
   const index_t tiles = (m + MR - 1) / MR;
   for (index_t ir = 0; ir < m; ir += MR) {
-    if (next) simd::prefetch_share(next, next_size, ir / MR, tiles);
     simd::gemm_micro_kernel<Acc, Storage>(kc, a + ir * kc, b, c + ir * ldc, ldc, src ? src + ir * lds : nullptr, lds,
-                                          bias, relu, std::min(MR, m - ir), n_valid);
+                                          bias, relu, std::min(MR, m - ir), n_valid,
+                                          simd::panel_share(next, next_size, ir / MR, tiles));
   }
 }
 
@@ -155,9 +155,9 @@ inline void gemm_pair_panel_entry(index_t depth, const bfloat16* a, index_t m, c
   constexpr index_t MR = simd::GemmTile<bfloat16>::mr;
   const index_t tiles = (m + MR - 1) / MR;
   for (index_t ir = 0; ir < m; ir += MR) {
-    if (next) simd::prefetch_share(next, next_size, ir / MR, tiles);
     simd::gemm_pair_micro_kernel(depth / 2, a + ir * depth, b, c + ir * ldc, ldc, src ? src + ir * lds : nullptr, lds,
-                                 bias, relu, std::min(MR, m - ir), n_valid);
+                                 bias, relu, std::min(MR, m - ir), n_valid,
+                                 simd::panel_share(next, next_size, ir / MR, tiles));
   }
 }
 

@@ -1,6 +1,7 @@
 // heed::gemm_nt (C = A·Wᵀ with W packed) against a double-precision loop, over shapes that
 // hit every edge: partial MR row tiles, partial NR column panels, k across KC blocks, strided
-// A and C, accumulation, one and two threads.
+// A and C, accumulation, one and two threads; row blocks whose short tail joins the last block
+// (200, 401 rows) and a tail long enough to be a block of its own (250).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,7 +41,7 @@ void check(index_t m, index_t n, index_t k, bool accumulate, int threads) {
 }
 
 TEST(Gemm, FloatEveryEdge) {
-  for (const index_t m : {1, 5, 12, 13, 25, 200, 401})
+  for (const index_t m : {1, 5, 12, 13, 25, 200, 250, 401})
     for (const index_t n : {1, 31, 32, 33, 100})
       for (const index_t k : {1, 7, 256, 300}) check<float>(m, n, k, false, 1);
 }

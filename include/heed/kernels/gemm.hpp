@@ -3,7 +3,7 @@
 // with W packed once, when the weights are loaded. The structure is the BLIS/GotoBLAS one
 // (Van Zee & van de Geijn, "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", 2015):
 //
-//   for each block of MC rows (in parallel):
+//   for each block of MC rows (in parallel; the last block takes a tail of fewer than MC/4 rows with it):
 //     for each k block of KC:   pack A[rows, k block] into MR-row micro-panels (sized for L2)
 //       for each NR-column panel of W:          (its KC × NR micro-panel stays in L1)
 //         for each MR-row micro-panel:  simd::gemm_micro_kernel, an MR × NR tile of C

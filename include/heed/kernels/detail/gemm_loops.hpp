@@ -33,6 +33,23 @@ void run_epilogue(const Epilogue& epilogue, T* row, index_t i, index_t col0, ind
     epilogue(row, col0, count);
 }
 
+// C's rows in blocks for the GEMM's row loop (and for the feed-forward block, which runs both its
+// GEMMs on one block at a time): blocks of MC rows, the last one taking a tail of fewer than
+// MC / 4 rows with it. 197 rows (ViT-B's tokens) are one block, not 192 + 5: the block of 5 ran
+// one micro-tile per panel of W, for which every panel came into L1 again.
+struct RowBlocks {
+  index_t rows, mc, count;
+
+  RowBlocks(index_t m, index_t MC) noexcept : rows(m), mc(MC), count(m / MC) {
+    const index_t tail = m % MC;
+    if (tail > 0 && (count == 0 || tail >= MC / 4)) ++count;
+  }
+  [[nodiscard]] index_t first(index_t block) const noexcept { return block * mc; }
+  [[nodiscard]] index_t size(index_t block) const noexcept { return block + 1 == count ? rows - block * mc : mc; }
+  // The most rows a block of MC holds: what a buffer for one block must take.
+  [[nodiscard]] static constexpr index_t capacity(index_t MC) noexcept { return MC + MC / 4; }
+};
+
 // A worker's buffer for packed A: rows × kc values and the packing's slack, kept for the thread's
 // life (no allocation, and no page faults, per call).
 template <class T>
@@ -109,16 +126,17 @@ void gemm_nt_native(const Storage* a, index_t lda, index_t m, const Packed& w, S
   const simd::GemmKernels<Storage>& kernels = w.kernels();
   const index_t NR = kernels.nr, KC = kernels.kc, MC = kernels.mc;
   const index_t n = w.rows(), k = w.cols();
-  const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC;
+  const index_t panels = (n + NR - 1) / NR;
+  const RowBlocks blocks(m, MC);
   const int threads = options.threads > 0 ? options.threads : num_threads();
   if (m == 1) return gemm_nt_row(a, w, c, options, epilogue, threads);
-  const index_t per_chunk = gemm_chunk_panels(row_blocks, panels, threads);
-  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = row_blocks * chunks;
+  const index_t per_chunk = gemm_chunk_panels(blocks.count, panels, threads);
+  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = blocks.count * chunks;
   parallel_for(tasks, static_cast<int>(std::min<index_t>(threads, tasks)), [&](index_t task, int) {
-    Storage* packed = packed_a_buffer<Storage>(MC, KC);
+    Storage* packed = packed_a_buffer<Storage>(RowBlocks::capacity(MC), KC);
     const index_t block = task / chunks, p_begin = (task % chunks) * per_chunk;
     const index_t p_end = std::min(panels, p_begin + per_chunk);
-    const index_t i0 = block * MC, mc = std::min(MC, m - i0);
+    const index_t i0 = blocks.first(block), mc = blocks.size(block);
     for (index_t k0 = 0; k0 < k || (k == 0 && k0 == 0); k0 += KC) {
       const index_t kc = std::min(KC, k - k0);
       kernels.pack_a(a + i0 * lda + k0, lda, mc, kc, packed);
@@ -206,7 +224,8 @@ void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, 
   const simd::GemmKernels<Storage>& kernels = w.kernels();
   const index_t NR = kernels.nr, KC = kernels.kc, MC = kernels.mc;
   const index_t n = w.rows(), k = w.cols();
-  const index_t panels = (n + NR - 1) / NR, row_blocks = (m + MC - 1) / MC, ld = panels * NR;
+  const index_t panels = (n + NR - 1) / NR, ld = panels * NR;
+  const RowBlocks blocks(m, MC);
   const int threads = options.threads > 0 ? options.threads : num_threads();
   if (m == 1) return gemm_nt_widened_row<Pairs>(a, w, c, options, epilogue, threads);
   // what C starts from: the addend, C itself (accumulate), or zero
@@ -214,15 +233,16 @@ void gemm_nt_widened(const Storage* a, index_t lda, index_t m, const Packed& w, 
   const index_t ld_init = options.addend ? options.ld_addend : ldc;
   constexpr bool pairs = Pairs;  // bfloat16 on pair products: A packed in pairs, still 16-bit
   using PackedA = std::conditional_t<pairs, Storage, Acc>;
-  const index_t per_chunk = gemm_chunk_panels(row_blocks, panels, threads);
-  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = row_blocks * chunks;
+  const index_t per_chunk = gemm_chunk_panels(blocks.count, panels, threads);
+  const index_t chunks = std::max<index_t>(1, (panels + per_chunk - 1) / per_chunk), tasks = blocks.count * chunks;
   parallel_for(tasks, static_cast<int>(std::min<index_t>(threads, tasks)), [&](index_t task, int) {
-    PackedA* packed = packed_a_buffer<PackedA>(MC, KC);
+    PackedA* packed = packed_a_buffer<PackedA>(RowBlocks::capacity(MC), KC);
     thread_local std::vector<Acc> scratch;
-    if (scratch.size() < static_cast<std::size_t>(MC * ld)) scratch.resize(static_cast<std::size_t>(MC * ld));
+    const auto scratch_size = static_cast<std::size_t>(RowBlocks::capacity(MC) * ld);
+    if (scratch.size() < scratch_size) scratch.resize(scratch_size);
     const index_t block = task / chunks, p_begin = (task % chunks) * per_chunk;
     const index_t p_end = std::min(panels, p_begin + per_chunk);
-    const index_t i0 = block * MC, mc = std::min(MC, m - i0);
+    const index_t i0 = blocks.first(block), mc = blocks.size(block);
     const index_t j0 = p_begin * NR, width = std::min(n, p_end * NR) - j0;  // this task's columns
     if (init)
       for (index_t r = 0; r < mc; ++r)

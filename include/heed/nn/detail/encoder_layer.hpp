@@ -71,20 +71,28 @@ inline void check_encoder_masks(const nn::EncoderCall& call, const Shape<3>& x, 
 }
 
 // out[rows, d] += linear2(activation(linear1(in[rows, d]))), the bias and activation fused into
-// linear1's GEMM (the encoder's and the decoder's feed-forward block). Rows go in blocks, one
-// block per worker, so each block's hidden activations [block, F] stay in that core's L2 between
-// the two GEMMs instead of a [rows, F] round trip to memory.
+// linear1's GEMM (the encoder's and the decoder's feed-forward block). Rows go in the GEMM's row
+// blocks (detail::RowBlocks), one block per worker, so each block's hidden activations [block, F]
+// stay in that core's L2 between the two GEMMs instead of a [rows, F] round trip to memory. With
+// fewer blocks than workers (ViT-B's 197 tokens, a decoding step's one row) the two GEMMs run
+// over all the rows, each on every worker: a block per worker would leave workers idle.
 template <class Scalar>
 void add_feed_forward(const nn::Linear<Scalar>& linear1, const nn::Linear<Scalar>& linear2, nn::Activation activation,
                       const Scalar* in, Scalar* out, index_t rows) {
-  const index_t d = linear1.weight().size(1), F = linear1.weight().size(0), block = simd::gemm_kernels<Scalar>().mc;
-  const index_t blocks = (rows + block - 1) / block;
-  const int threads = static_cast<int>(std::min<index_t>(num_threads(), blocks));
-  std::vector<Tensor<Scalar, 2>> hidden(static_cast<std::size_t>(std::max(threads, 1)));
-  parallel_for(blocks, threads, [&](index_t i, int worker) {
-    const index_t r0 = i * block, n = std::min(block, rows - r0);
+  const index_t d = linear1.weight().size(1), F = linear1.weight().size(0);
+  const RowBlocks blocks(rows, simd::gemm_kernels<Scalar>().mc);
+  const int workers = num_threads();
+  if (blocks.count < workers) {
+    Tensor<Scalar, 2> hidden({rows, F}, uninitialized);
+    linear1.rows(TensorView<const Scalar, 2>(in, {rows, d}), hidden.view(), activation, workers);
+    linear2.rows_add(hidden.view(), TensorView<Scalar, 2>(out, {rows, d}), workers);
+    return;
+  }
+  std::vector<Tensor<Scalar, 2>> hidden(static_cast<std::size_t>(workers));
+  parallel_for(blocks.count, workers, [&](index_t i, int worker) {
+    const index_t r0 = blocks.first(i), n = blocks.size(i);
     Tensor<Scalar, 2>& h = hidden[static_cast<std::size_t>(worker)];
-    if (h.empty()) h = Tensor<Scalar, 2>({std::min(block, rows), F}, uninitialized);
+    if (h.empty()) h = Tensor<Scalar, 2>({std::min(RowBlocks::capacity(blocks.mc), rows), F}, uninitialized);
     const TensorView<Scalar, 2> hv(h.data(), {n, F});
     linear1.rows(TensorView<const Scalar, 2>(in + r0 * d, {n, d}), hv, activation, 1);
     linear2.rows_add(hv, TensorView<Scalar, 2>(out + r0 * d, {n, d}), 1);

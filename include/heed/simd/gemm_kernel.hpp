@@ -67,12 +67,12 @@ template <class T>
 }
 
 /// A micro-kernel's prefetches, spread over its k loop: at each of `steps` steps (one per
-/// `every` values of k) it asks for the next lines of its share of W's next panel and for one row of its C tile (and of
-/// the addend src), so that C's lines are there for the stores after the k loop. Spread, not all
-/// at the kernel's start: when W streams from memory (a model's weights do not fit the caches),
-/// a burst of 24 prefetches waits for line fill buffers, and the core with it (9% of ViT-B's
-/// forward pass on an Intel Xeon; docs/decisions.md, "The GEMM's prefetches spread over the k
-/// loop").
+/// `every` values of k) it asks for the next lines of its share of W's next panel (all of it
+/// by the last step) and for one row of its C tile (and of the addend src), so that C's lines
+/// are there for the stores after the k loop. Spread, not all at the kernel's start: when W
+/// streams from memory (a model's weights do not fit the caches), a burst of 24 prefetches
+/// waits for line fill buffers, and the core with it (9% of ViT-B's forward pass on an Intel
+/// Xeon; docs/decisions.md, "The GEMM's prefetches spread over the k loop").
 template <class T>
 class TilePrefetcher {
  public:
@@ -82,14 +82,21 @@ class TilePrefetcher {
   /// share of the next panel, asked for over `steps` calls of step().
   TilePrefetcher(PanelShare share, index_t steps, T* c, index_t ldc, const T* src, index_t lds, index_t m_valid,
                  index_t nr) noexcept
-      : next_(share.begin), end_(share.end), c_(c), src_(src), ldc_(ldc), lds_(lds), rows_(m_valid), nr_(nr) {
-    const index_t lines = (end_ - next_ + line - 1) / line;
+      : share_(share.begin),
+        size_(share.end - share.begin),
+        c_(c),
+        src_(src),
+        ldc_(ldc),
+        lds_(lds),
+        rows_(m_valid),
+        nr_(nr) {
+    const index_t lines = (size_ + line - 1) / line;
     per_step_ = (lines + std::max<index_t>(1, steps) - 1) / std::max<index_t>(1, steps);
   }
 
   /// One step: the next lines of the share, the next row of C.
   void step() noexcept {
-    for (index_t i = 0; i < per_step_ && next_ < end_; ++i, next_ += line) prefetch(next_);
+    for (index_t i = 0; i < per_step_ && asked_ < size_; ++i, asked_ += line) prefetch(share_ + asked_);
     if (row_ < rows_) {
       if (src_) {
         prefetch(src_ + row_ * lds_);
@@ -103,16 +110,10 @@ class TilePrefetcher {
     }
   }
 
-  /// What is left of the share (the steps asked for it all unless the share was cut short):
-  /// asked for at once. (C's rows not reached are loaded right away: no use asking.)
-  void finish() noexcept {
-    for (; next_ < end_; next_ += line) prefetch(next_);
-  }
-
  private:
   static constexpr index_t line = 64;
-  const char* next_;
-  const char* end_;
+  const char* share_;  // the share's first byte; asked_ of its size_ bytes asked for so far
+  index_t size_, asked_ = 0;
   T* c_;
   const T* src_;
   index_t ldc_, lds_, rows_, nr_;
@@ -190,7 +191,6 @@ inline void gemm_micro_kernel(index_t kc, const Acc* a, const B* b, Acc* c, inde
       }
     }
   }
-  prefetcher.finish();
   if (m_valid == MR && n_valid == NR) {
     for (index_t r = 0; r < MR; ++r) {
       Acc* row = c + r * ldc;
@@ -350,7 +350,6 @@ inline void gemm_pair_micro_kernel(index_t pairs, const bfloat16* a, const bfloa
       }
     }
   }
-  prefetcher.finish();
   const __m512 zero = _mm512_setzero_ps();
   if (m_valid == MR && n_valid == NR) {
     for (index_t r = 0; r < MR; ++r) {

@@ -310,6 +310,37 @@ void check_row_kernels(index_t depth, index_t nj) {
   }
 }
 
+// Several query rows against the same keys (a grouped head's query heads in a decoding step):
+// whole groups of four rows and the rows left over, keys in whole groups and past them; each
+// score against the double sum, and nothing written outside the rows' nj scores.
+template <class TK>
+void check_rows_scores(index_t depth, index_t nq, index_t nj) {
+  SCOPED_TRACE(testing::Message() << "depth " << depth << " rows " << nq << " keys " << nj << " " << sizeof(TK) * 8
+                                  << "-bit");
+  const index_t ldq = depth + 1, ldk = depth + 3, ld = nj + 2;
+  const auto q = heed::cast<TK>(heed::randn<float>({nq, ldq}, 11));
+  const auto k = heed::cast<TK>(heed::randn<float>({nj, ldk}, 12));
+  std::vector<float> out(static_cast<std::size_t>(nq * ld), -7.0f);
+  simd::attention_rows_scores(depth, q.data(), ldq, nq, k.data(), ldk, nj, out.data(), ld, 0.25f);
+  for (index_t r = 0; r < nq; ++r) {
+    for (index_t j = 0; j < nj; ++j) {
+      double sum = 0;
+      for (index_t kk = 0; kk < depth; ++kk) sum += double(float(q(r, kk))) * double(float(k(j, kk)));
+      ASSERT_NEAR(out[static_cast<std::size_t>(r * ld + j)], 0.25 * sum, 1e-5 * double(depth)) << r << "," << j;
+    }
+    for (index_t j = nj; j < ld; ++j) ASSERT_EQ(out[static_cast<std::size_t>(r * ld + j)], -7.0f) << r << "," << j;
+  }
+}
+
+TEST(AttentionRowKernels, SeveralRowsShareTheKeys) {
+  for (const index_t depth : {1, 7, 16, 64, 80})
+    for (const index_t nq : {1, 3, 4, 5, 8, 9})
+      for (const index_t nj : {1, 3, 4, 5, 17, 130}) {
+        check_rows_scores<float>(depth, nq, nj);
+        check_rows_scores<heed::bfloat16>(depth, nq, nj);
+      }
+}
+
 TEST(AttentionRowKernels, EveryLengthInFloatAndSixteenBit) {
   for (const index_t depth : {1, 7, 8, 16, 48, 64, 80, 96, 129})
     for (const index_t nj : {1, 3, 4, 5, 15, 16, 17, 37, 128}) {

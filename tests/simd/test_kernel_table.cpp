@@ -40,7 +40,7 @@ void check_description() {
   EXPECT_EQ(table.mr, simd::AttentionTile<Acc>::mr);
   EXPECT_EQ(table.nr, simd::AttentionTile<Acc>::nr);
   EXPECT_EQ(table.pairs, simd::pairs_in_use<Storage>());
-  EXPECT_TRUE(table.pack_kt && table.tile_scores && table.row_scores && table.tile_pv);
+  EXPECT_TRUE(table.pack_kt && table.tile_scores && table.rows_scores && table.tile_pv);
   const bool pair_entries = table.pack_kt_pairs && table.pack_v_pairs && table.pair_tile_scores && table.pair_tile_pv;
   const bool no_pair_entries =
       !table.pack_kt_pairs && !table.pack_v_pairs && !table.pair_tile_scores && !table.pair_tile_pv;
@@ -54,7 +54,7 @@ TEST(KernelTable, DescribesTheLevelItWasCompiledAt) {
   check_description<heed::half>();
 }
 
-// A tile of ni × nj scores past whole micro-kernel blocks, a row of scores, and O = c·O + P·V over
+// A tile of ni × nj scores past whole micro-kernel blocks, ni rows of scores read in place, and O = c·O + P·V over
 // two runs of keys, through the table and through the kernels.
 template <class Storage>
 void check_entries(index_t depth) {
@@ -83,10 +83,10 @@ void check_entries(index_t depth) {
       ASSERT_NEAR(double(s[i * ld + j]), 0.5 * sum, 1e-5 * (1 + std::abs(sum)) * double(depth)) << i << "," << j;
     }
 
-  std::vector<Acc> row(nj), row_direct(nj);
-  table.row_scores(depth, q.data(), k.data(), depth, nj, row.data(), Acc(0.5));
-  simd::attention_row_scores(depth, q.data(), k.data(), depth, nj, row_direct.data(), Acc(0.5));
-  EXPECT_TRUE(same_bits(row, row_direct)) << "row_scores";
+  std::vector<Acc> rows(ni * nj), rows_direct(ni * nj);
+  table.rows_scores(depth, q.data(), depth, ni, k.data(), depth, nj, rows.data(), nj, Acc(0.5));
+  simd::attention_rows_scores(depth, q.data(), depth, ni, k.data(), depth, nj, rows_direct.data(), nj, Acc(0.5));
+  EXPECT_TRUE(same_bits(rows, rows_direct)) << "rows_scores";
 
   const index_t dv = depth, keys[2] = {nj, 5};
   const auto v = heed::cast<Storage>(heed::randn<float>({nj + 5, dv}, 33));

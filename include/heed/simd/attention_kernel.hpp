@@ -145,6 +145,72 @@ inline void attention_row_scores(index_t depth, const TQ* q, const TK* k, index_
   }
 }
 
+/// attention_rows_scores' block: QB query rows against the keys KB = W / QB at a time, W chains
+/// (row i, key u in chain i·KB + u) whose sums reduce_add_rows reduces together; each load and
+/// widening of a key's values serves the QB rows. Returns the keys it scored (a multiple of KB).
+template <index_t QB, class Acc, class TQ, class TK>
+HEED_ALWAYS_INLINE index_t attention_rows_scores_block(index_t depth, const TQ* q, index_t ldq, const TK* k,
+                                                       index_t ldk, index_t nj, Acc* out, index_t ld,
+                                                       Acc alpha) noexcept {
+  constexpr index_t W = static_cast<index_t>(width<Acc>), KB = W / QB;
+  const index_t full = depth / W * W;
+  index_t j = 0;
+  for (; j + KB <= nj; j += KB) {
+    const TK* kj = k + j * ldk;
+    batch<Acc> acc[static_cast<std::size_t>(W)];
+    HEED_UNROLL(16)  // fully, here and below: the accumulators stay in registers at -O2 too
+    for (index_t x = 0; x < W; ++x) acc[x] = broadcast(Acc(0));
+    for (index_t kk = 0; kk < full; kk += W) {
+      batch<Acc> kv[static_cast<std::size_t>(KB)];
+      HEED_UNROLL(16)
+      for (index_t u = 0; u < KB; ++u) kv[u] = load_widened(kj + u * ldk + kk);
+      HEED_UNROLL(4)
+      for (index_t i = 0; i < QB; ++i) {
+        const batch<Acc> qv = load_widened(q + i * ldq + kk);
+        HEED_UNROLL(16)
+        for (index_t u = 0; u < KB; ++u) acc[i * KB + u] = fma(qv, kv[u], acc[i * KB + u]);
+      }
+    }
+    alignas(64) Acc lanes[static_cast<std::size_t>(W)];
+    if (full == depth) {  // each row's KB scores side by side in the scaled sums: copied as such
+      store(lanes, reduce_add_rows(acc) * broadcast(alpha));
+      HEED_UNROLL(4)
+      for (index_t i = 0; i < QB; ++i) std::memcpy(out + i * ld + j, lanes + i * KB, sizeof lanes / QB);
+      continue;
+    }
+    store(lanes, reduce_add_rows(acc));
+    for (index_t i = 0; i < QB; ++i)
+      for (index_t u = 0; u < KB; ++u) {
+        Acc sum = lanes[i * KB + u];
+        for (index_t kk = full; kk < depth; ++kk)
+          sum += static_cast<Acc>(q[i * ldq + kk]) * static_cast<Acc>(kj[u * ldk + kk]);
+        out[i * ld + j + u] = alpha * sum;
+      }
+  }
+  return j;
+}
+
+/// attention_row_scores for nq query rows that read the same keys (a grouped-query head's query
+/// heads in a decoding step, or a few query rows): row r at q + r·ldq, its scores at out + r·ld.
+/// Four rows at a time share each load (and widening) of the keys' values (W/4 keys at a time);
+/// the rows left over, and the keys past the last whole group, go row by row.
+template <class Acc, class TQ, class TK>
+inline void attention_rows_scores(index_t depth, const TQ* q, index_t ldq, index_t nq, const TK* k, index_t ldk,
+                                  index_t nj, Acc* out, index_t ld, Acc alpha) noexcept {
+  constexpr index_t W = static_cast<index_t>(width<Acc>), QB = W >= 4 ? 4 : 1;
+  index_t r = 0;
+  if constexpr (QB > 1) {
+    for (; r + QB <= nq; r += QB) {
+      const index_t done =
+          attention_rows_scores_block<QB>(depth, q + r * ldq, ldq, k, ldk, nj, out + r * ld, ld, alpha);
+      if (done < nj)
+        for (index_t i = r; i < r + QB; ++i)
+          attention_row_scores(depth, q + i * ldq, k + done * ldk, ldk, nj - done, out + i * ld + done, alpha);
+    }
+  }
+  for (; r < nq; ++r) attention_row_scores(depth, q + r * ldq, k, ldk, nj, out + r * ld, alpha);
+}
+
 /// attention_row_pv's columns [c0, c0 + N·W): N vectors of o held in registers while V's nj rows
 /// stream past.
 template <index_t N, class Acc, class TV>

@@ -61,9 +61,10 @@ struct AttentionKernels {
   /// null, where Storage is Acc).
   void (*tile_scores)(index_t depth, const Storage* q, index_t ldq, index_t ni, const Storage* kt, index_t nj, Acc* out,
                       index_t ld, Acc scale, Acc* widened) noexcept;
-  /// scale · q Kᵀ of one query row against keys read in place (simd::attention_row_scores).
-  void (*row_scores)(index_t depth, const Storage* q, const Storage* k, index_t ldk, index_t nj, Acc* out,
-                     Acc scale) noexcept;
+  /// scale · q Kᵀ of nq query rows (row r at q + r·ldq, its scores at out + r·ld) against keys
+  /// read in place, the rows sharing each load of a key (simd::attention_rows_scores).
+  void (*rows_scores)(index_t depth, const Storage* q, index_t ldq, index_t nq, const Storage* k, index_t ldk,
+                      index_t nj, Acc* out, index_t ld, Acc scale) noexcept;
   /// O = c · O + Σ_r P_r V_r over a span's runs of keys (simd::attention_tile_pv).
   void (*tile_pv)(const Acc* p, index_t ldp, index_t ni, index_t runs, const index_t* keys, const Storage* const* v,
                   index_t ldv, index_t dv, Acc* o, const Acc* c, const Acc* ones) noexcept;

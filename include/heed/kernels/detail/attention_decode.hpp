@@ -103,6 +103,12 @@ void attention_decode(const TensorView<Storage, 4>& out, const TensorView<const 
         ++(kind == mask::Tile::open ? counted.open : kind == mask::Tile::partial ? counted.partial : counted.blocked);
       }
       if (!any_visible) continue;
+      // one query row per head and a scorer that scores a group's heads together: K read once
+      bool grouped = false;
+      if constexpr (requires(const Scorer& sc, const TileRef& t, Acc* p, index_t n) { sc.group_scores(t, n, p, n); }) {
+        grouped = G > 1 && Lq == 1;
+        if (grouped) scorer.group_scores(TileRef{b, hk * G, 0, 1, j0, nj, hk}, G, S, bk);
+      }
       for (index_t g = 0; g < G; ++g) {
         Acc* Sg = S + g * Lq * bk;
         const TileRef tile{b, hk * G + g, 0, Lq, j0, nj, hk};
@@ -111,7 +117,7 @@ void attention_decode(const TensorView<Storage, 4>& out, const TensorView<const 
           for (index_t i = 0; i < Lq; ++i) std::fill_n(Sg + i * bk, nj, -std::numeric_limits<Acc>::infinity());
           continue;
         }
-        scorer.scores(tile, Sg, bk);
+        if (!grouped) scorer.scores(tile, Sg, bk);
         if (kind == mask::Tile::partial) mask.apply(tile, Sg, bk);
       }
       for (index_t r = 0; r < R; ++r)

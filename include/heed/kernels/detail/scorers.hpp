@@ -97,9 +97,16 @@ class DotScorer {
                            scale_, widened);
       return;
     }
-    for (index_t i = 0; i < t.ni; ++i)
-      kernels_.row_scores(d, &q_(t.b, t.h, t.i0 + i, 0), &k_(t.b, t.hk, t.j0, 0), k_.stride(2), t.nj, out + i * ld,
-                          scale_);
+    kernels_.rows_scores(d, &q_(t.b, t.h, t.i0, 0), q_.stride(2), t.ni, &k_(t.b, t.hk, t.j0, 0), k_.stride(2), t.nj,
+                         out, ld, scale_);
+  }
+
+  // The scores of a one-row tile (a decoding step) for `heads` query heads from t.h on, which all
+  // read key head t.hk: head t.h + g's row at out + g · ld_head. The heads' rows share each load
+  // of K (the decode path's grouped heads), where scores() per head would read K `heads` times.
+  void group_scores(const TileRef& t, index_t heads, Acc* out, index_t ld_head) const {
+    kernels_.rows_scores(q_.size(3), &q_(t.b, t.h, t.i0, 0), q_.stride(1), heads, &k_(t.b, t.hk, t.j0, 0), k_.stride(2),
+                         t.nj, out, ld_head, scale_);
   }
 
  private:

@@ -36,9 +36,10 @@ inline void tile_scores_entry(index_t depth, const Storage* q, index_t ldq, inde
 // HEED_FLATTEN: at -O1 without it, half's scalar widening of the row's tail (Eigen's
 // half_to_float) stayed out of line in the baseline level's object.
 template <class Storage>
-HEED_FLATTEN inline void row_scores_entry(index_t depth, const Storage* q, const Storage* k, index_t ldk, index_t nj,
-                                          accumulator_t<Storage>* out, accumulator_t<Storage> scale) noexcept {
-  simd::attention_row_scores(depth, q, k, ldk, nj, out, scale);
+HEED_FLATTEN inline void rows_scores_entry(index_t depth, const Storage* q, index_t ldq, index_t nq, const Storage* k,
+                                           index_t ldk, index_t nj, accumulator_t<Storage>* out, index_t ld,
+                                           accumulator_t<Storage> scale) noexcept {
+  simd::attention_rows_scores(depth, q, ldq, nq, k, ldk, nj, out, ld, scale);
 }
 
 template <class Storage>
@@ -105,7 +106,7 @@ inline constexpr simd::AttentionKernels<Storage> attention_kernels_here = {
     .softmax = softmax_kernels_of<accumulator_t<Storage>>(),
     .pack_kt = &simd::pack_kt<Storage>,
     .tile_scores = &tile_scores_entry<Storage>,
-    .row_scores = &row_scores_entry<Storage>,
+    .rows_scores = &rows_scores_entry<Storage>,
     .tile_pv = &tile_pv_entry<Storage>,
     .pack_kt_pairs = with_pairs ? &simd::pack_kt_pairs : nullptr,
     .pack_v_pairs = with_pairs ? &simd::pack_v_pairs : nullptr,

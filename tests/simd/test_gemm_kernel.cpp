@@ -104,7 +104,8 @@ TYPED_TEST(GemmKernel, AskingForTheNextPanelChangesNoBit) {
   const auto next = heed::randn<T>({192 * NR}, 6);
   const T* no_bias = nullptr;
   for (index_t kc : {1, 7, 8, 37, 192}) {
-    const auto a = heed::randn<T>({kc * MR}, 1), b = heed::randn<T>({kc * NR}, 2), src = heed::randn<T>({MR, NR}, 4);
+    const auto a = heed::randn<T>({kc * MR}, 1), b = heed::randn<T>({kc * NR}, 2);
+    const auto src = heed::randn<T>({MR, NR}, 4);
     for (index_t m_valid : {MR, index_t{5}}) {
       auto plain = heed::randn<T>({MR, NR}, 5), asking = plain;
       simd::gemm_micro_kernel(kc, a.data(), b.data(), plain.data(), NR, src.data(), NR, no_bias, false, m_valid, NR);

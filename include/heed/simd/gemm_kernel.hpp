@@ -57,6 +57,10 @@ struct PanelShare {
   const char* end = nullptr;    ///< one past its last byte
 };
 
+/// The share of the `part`-th of `parts` micro-tiles in the n values of the next panel `next`:
+/// from the start of the line that holds value n·part/parts to value n·(part+1)/parts, so that the
+/// shares cover the panel without a gap (tested by PanelShare.TheTilesSharesCoverTheNextPanelInWholeLines);
+/// empty where there is no next panel (next null).
 template <class T>
 [[nodiscard]] inline PanelShare panel_share(const T* next, index_t n, index_t part, index_t parts) noexcept {
   if (next == nullptr) return {};
